@@ -1,0 +1,115 @@
+// Package knee holds knee profiles (a replica's measured latency-throughput
+// curve and its knee, written by `kneewatch sweep` and `kneewatch sim knee`)
+// and the pure functions that turn a live operating point plus a profile into
+// headroom, goodput and the limiting resource.
+package knee
+
+import (
+	"time"
+
+	"github.com/kneewatch/kneewatch/workload"
+)
+
+// APIVersion and Kind identify a knee profile document.
+const (
+	APIVersion = "kneewatch.dev/v1"
+	Kind       = "KneeProfile"
+)
+
+// Profile is schema v1 of a knee profile: what it matches, the SLO it was
+// measured against, the workload mix, every sweep point and the knee.
+type Profile struct {
+	APIVersion string       `yaml:"apiVersion" json:"apiVersion"`
+	Kind       string       `yaml:"kind" json:"kind"`
+	Metadata   Metadata     `yaml:"metadata" json:"metadata"`
+	Match      Match        `yaml:"match" json:"match"`
+	SLO        SLO          `yaml:"slo" json:"slo"`
+	Workload   WorkloadInfo `yaml:"workload" json:"workload"`
+	Sweep      SweepInfo    `yaml:"sweep" json:"sweep"`
+	Points     []Point      `yaml:"points" json:"points"`
+	Knee       Knee         `yaml:"knee" json:"knee"`
+}
+
+// Metadata names the profile and says when it was made.
+type Metadata struct {
+	Name      string    `yaml:"name" json:"name"`
+	CreatedAt time.Time `yaml:"createdAt" json:"createdAt"`
+	// Partial is true when the sweep was interrupted: the knee may be a lower bound.
+	Partial bool `yaml:"partial,omitempty" json:"partial,omitempty"`
+}
+
+// Match says which replicas the profile describes.
+type Match struct {
+	Model         string `yaml:"model" json:"model"`
+	GPU           string `yaml:"gpu,omitempty" json:"gpu,omitempty"` // DCGM modelName, e.g. "NVIDIA H100 80GB HBM3"
+	Engine        string `yaml:"engine,omitempty" json:"engine,omitempty"`
+	EngineVersion string `yaml:"engineVersion,omitempty" json:"engineVersion,omitempty"`
+}
+
+// SLO is the latency contract the knee was measured against: the Quantile of
+// TTFT and of TPOT must stay at or under the thresholds.
+type SLO struct {
+	TTFT     Duration `yaml:"ttft" json:"ttft"`
+	TPOT     Duration `yaml:"tpot" json:"tpot"`
+	Quantile float64  `yaml:"quantile" json:"quantile"`
+}
+
+// WorkloadInfo is the request mix the sweep used, with its observed means so
+// live traffic can be compared against it (mix drift).
+type WorkloadInfo struct {
+	workload.Mix     `yaml:",inline" json:",inline"`
+	Source           string  `yaml:"source,omitempty" json:"source,omitempty"` // preset name, mix file or trace path
+	MeanPromptTokens float64 `yaml:"meanPromptTokens" json:"meanPromptTokens"`
+	MeanOutputTokens float64 `yaml:"meanOutputTokens" json:"meanOutputTokens"`
+}
+
+// SweepInfo records how the curve was measured.
+type SweepInfo struct {
+	Tool       string    `yaml:"tool" json:"tool"`                         // "kneewatch sweep" or "kneewatch sim knee"
+	Target     string    `yaml:"target,omitempty" json:"target,omitempty"` // URL or simulator preset
+	StartedAt  time.Time `yaml:"startedAt" json:"startedAt"`
+	FinishedAt time.Time `yaml:"finishedAt" json:"finishedAt"`
+	Levels     []int     `yaml:"levels" json:"levels"` // concurrencies in the order they were run
+}
+
+// Point is one measured concurrency level. Latencies are in seconds, ratios 0..1.
+type Point struct {
+	Concurrency            float64   `yaml:"concurrency" json:"concurrency"`
+	Requests               int       `yaml:"requests" json:"requests"` // completed requests in the steady-state window
+	RequestsPerSecond      float64   `yaml:"requestsPerSecond" json:"requestsPerSecond"`
+	OutputTokensPerSecond  float64   `yaml:"outputTokensPerSecond" json:"outputTokensPerSecond"`
+	GoodputTokensPerSecond float64   `yaml:"goodputTokensPerSecond" json:"goodputTokensPerSecond"`
+	TTFT                   Quantiles `yaml:"ttftSeconds" json:"ttftSeconds"`
+	TPOT                   Quantiles `yaml:"tpotSeconds" json:"tpotSeconds"`
+	KVCacheUsage           float64   `yaml:"kvCacheUsage" json:"kvCacheUsage"`
+	GPUUtilization         *float64  `yaml:"gpuUtilization,omitempty" json:"gpuUtilization,omitempty"` // absent when not measured
+	PreemptionsPerSecond   float64   `yaml:"preemptionsPerSecond" json:"preemptionsPerSecond"`
+	Running                float64   `yaml:"running" json:"running"` // mean running requests (engine metrics)
+	Waiting                float64   `yaml:"waiting" json:"waiting"` // mean waiting requests (engine metrics)
+	ErrorRate              float64   `yaml:"errorRate" json:"errorRate"`
+	MeetsSLO               bool      `yaml:"meetsSLO" json:"meetsSLO"`
+}
+
+// Quantiles of a latency, in seconds.
+type Quantiles struct {
+	P50 float64 `yaml:"p50" json:"p50"`
+	P99 float64 `yaml:"p99" json:"p99"`
+}
+
+// Resource names what limits a replica at its knee.
+type Resource string
+
+// The limiting resources.
+const (
+	ResourceCompute Resource = "compute"
+	ResourceKVCache Resource = "kv_cache"
+)
+
+// Knee is the last operating point that met the SLO.
+type Knee struct {
+	Concurrency            float64  `yaml:"concurrency" json:"concurrency"`
+	OutputTokensPerSecond  float64  `yaml:"outputTokensPerSecond" json:"outputTokensPerSecond"`
+	GoodputTokensPerSecond float64  `yaml:"goodputTokensPerSecond" json:"goodputTokensPerSecond"`
+	KVCacheUsage           float64  `yaml:"kvCacheUsage" json:"kvCacheUsage"`
+	LimitingResource       Resource `yaml:"limitingResource" json:"limitingResource"`
+}
