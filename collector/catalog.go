@@ -1,0 +1,118 @@
+package collector
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// MetricType is how a kneewatch metric behaves.
+type MetricType string
+
+// The metric types kneewatch exports.
+const (
+	Gauge     MetricType = "gauge"
+	Counter   MetricType = "counter"
+	Histogram MetricType = "histogram"
+)
+
+// MetricDesc declares one metric family kneewatch exports. The catalog is data
+// so the exporter, the README's metric table, the generated rules and the
+// generated dashboards all agree on one list (tests check each against it).
+type MetricDesc struct {
+	Name   string
+	Type   MetricType
+	Help   string
+	Labels []string
+}
+
+// Desc builds the client_golang descriptor for d.
+func (d MetricDesc) Desc() *prometheus.Desc {
+	return prometheus.NewDesc(d.Name, d.Help, d.Labels, nil)
+}
+
+// Label names shared by the replica metrics.
+var replicaLabels = []string{"replica", "model", "profile"}
+
+func withLabels(extra ...string) []string {
+	return append(append([]string{}, replicaLabels...), extra...)
+}
+
+// The exported metric families. Names follow Prometheus conventions: base
+// units, _ratio for 0..1, _total only on counters.
+var (
+	MetricReplicaHeadroom = MetricDesc{"kneewatch_replica_headroom_ratio", Gauge,
+		"Headroom to the knee: 1 minus the tightest knee load ratio; 1 is idle, 0 at the knee, negative past it.", replicaLabels}
+	MetricReplicaKneeLoad = MetricDesc{"kneewatch_replica_knee_load_ratio", Gauge,
+		"Live operating point divided by the knee's, per dimension (concurrency, throughput, kv_cache).", withLabels("dimension")}
+	MetricReplicaInflight = MetricDesc{"kneewatch_replica_inflight_requests", Gauge,
+		"Mean in-flight requests (running plus waiting) over the window.", replicaLabels}
+	MetricReplicaRunning = MetricDesc{"kneewatch_replica_running_requests", Gauge,
+		"Mean requests in the running batch over the window.", replicaLabels}
+	MetricReplicaWaiting = MetricDesc{"kneewatch_replica_waiting_requests", Gauge,
+		"Mean requests waiting to be scheduled over the window.", replicaLabels}
+	MetricReplicaOutputTPS = MetricDesc{"kneewatch_replica_output_tokens_per_second", Gauge,
+		"Output (generation) tokens per second over the window.", replicaLabels}
+	MetricReplicaPromptTPS = MetricDesc{"kneewatch_replica_prompt_tokens_per_second", Gauge,
+		"Prompt (prefill) tokens per second over the window.", replicaLabels}
+	MetricReplicaGoodput = MetricDesc{"kneewatch_replica_goodput_tokens_per_second", Gauge,
+		"Output tokens per second that met the SLO: output tokens/s times SLO attainment (an approximation of per-request goodput).", replicaLabels}
+	MetricReplicaAttainment = MetricDesc{"kneewatch_replica_slo_attainment_ratio", Gauge,
+		"Share of requests over the window within the SLO threshold, per SLO (ttft, tpot).", withLabels("slo")}
+	MetricReplicaTTFT = MetricDesc{"kneewatch_replica_ttft_seconds", Gauge,
+		"Time to first token over the window, at the given quantile (server-side histogram).", withLabels("quantile")}
+	MetricReplicaTPOT = MetricDesc{"kneewatch_replica_tpot_seconds", Gauge,
+		"Time per output token over the window, at the given quantile (server-side histogram).", withLabels("quantile")}
+	MetricReplicaKV = MetricDesc{"kneewatch_replica_kv_cache_usage_ratio", Gauge,
+		"Mean KV-cache usage over the window, 0 to 1.", replicaLabels}
+	MetricReplicaPreemptions = MetricDesc{"kneewatch_replica_preemptions_per_second", Gauge,
+		"Preemptions per second over the window.", replicaLabels}
+	MetricReplicaGPUUtil = MetricDesc{"kneewatch_replica_gpu_utilization_ratio", Gauge,
+		"GPU utilization from DCGM, 0 to 1.", replicaLabels}
+	MetricReplicaLimiting = MetricDesc{"kneewatch_replica_limiting_resource", Gauge,
+		"1 for the resource that limits the replica at its knee (compute or kv_cache), 0 for the others.", withLabels("resource")}
+	MetricReplicaMixDrift = MetricDesc{"kneewatch_replica_mix_drift_ratio", Gauge,
+		"Relative distance of the live request mix (mean prompt and output tokens) from the profile's mix.", replicaLabels}
+	MetricReplicaEvalOK = MetricDesc{"kneewatch_replica_evaluation_ok", Gauge,
+		"1 when the replica's headroom could be computed; 0 with the reason otherwise.", withLabels("reason")}
+	MetricTargetUp = MetricDesc{"kneewatch_target_up", Gauge,
+		"1 when the last scrape of the replica's source (engine, dcgm) succeeded.", []string{"replica", "source"}}
+	MetricKneeConcurrency = MetricDesc{"kneewatch_knee_concurrency", Gauge,
+		"The knee concurrency of the replica's profile.", replicaLabels}
+	MetricKneeOutputTPS = MetricDesc{"kneewatch_knee_output_tokens_per_second", Gauge,
+		"Output tokens per second at the replica's knee.", replicaLabels}
+	MetricKneeGoodput = MetricDesc{"kneewatch_knee_goodput_tokens_per_second", Gauge,
+		"Goodput tokens per second at the replica's knee.", replicaLabels}
+	MetricKneeKV = MetricDesc{"kneewatch_knee_kv_cache_usage_ratio", Gauge,
+		"KV-cache usage at the replica's knee.", replicaLabels}
+	MetricSLOTTFT = MetricDesc{"kneewatch_slo_ttft_seconds", Gauge,
+		"The TTFT threshold of the replica's SLO.", withLabels("quantile")}
+	MetricSLOTPOT = MetricDesc{"kneewatch_slo_tpot_seconds", Gauge,
+		"The TPOT threshold of the replica's SLO.", withLabels("quantile")}
+	MetricFleetReplicas = MetricDesc{"kneewatch_fleet_replicas", Gauge,
+		"Replicas of the model whose evaluation is ok.", []string{"model"}}
+	MetricFleetNeeded = MetricDesc{"kneewatch_fleet_replicas_needed", Gauge,
+		"Replicas the model needs: offered goodput divided by knee goodput per replica times (1 - target headroom).", []string{"model"}}
+	MetricFleetHeadroom = MetricDesc{"kneewatch_fleet_headroom_ratio", Gauge,
+		"Fleet headroom of the model: 1 minus total in-flight load divided by total knee concurrency.", []string{"model"}}
+	MetricScrapeDuration = MetricDesc{"kneewatch_scrape_duration_seconds", Gauge,
+		"Duration of the last scrape of the replica's source.", []string{"replica", "source"}}
+	MetricEvaluations = MetricDesc{"kneewatch_evaluations_total", Counter,
+		"Evaluation rounds completed since start.", nil}
+	MetricLastEvaluation = MetricDesc{"kneewatch_last_evaluation_timestamp_seconds", Gauge,
+		"Unix time of the last completed evaluation round.", nil}
+)
+
+// MetricBuildInfo is exported by client_golang's version collector.
+var MetricBuildInfo = MetricDesc{"kneewatch_build_info", Gauge,
+	"A metric with a constant '1' value labeled by version, revision, branch, goversion, goos and goarch from which kneewatch was built.",
+	[]string{"branch", "goarch", "goos", "goversion", "revision", "tags", "version"}}
+
+// Catalog lists every metric family the watcher exports, in README order.
+var Catalog = []MetricDesc{
+	MetricReplicaHeadroom, MetricReplicaKneeLoad, MetricReplicaInflight, MetricReplicaRunning,
+	MetricReplicaWaiting, MetricReplicaOutputTPS, MetricReplicaPromptTPS, MetricReplicaGoodput,
+	MetricReplicaAttainment, MetricReplicaTTFT, MetricReplicaTPOT, MetricReplicaKV,
+	MetricReplicaPreemptions, MetricReplicaGPUUtil, MetricReplicaLimiting, MetricReplicaMixDrift,
+	MetricReplicaEvalOK, MetricTargetUp, MetricScrapeDuration,
+	MetricKneeConcurrency, MetricKneeOutputTPS, MetricKneeGoodput, MetricKneeKV,
+	MetricSLOTTFT, MetricSLOTPOT,
+	MetricFleetReplicas, MetricFleetNeeded, MetricFleetHeadroom,
+	MetricEvaluations, MetricLastEvaluation, MetricBuildInfo,
+}
