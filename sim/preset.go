@@ -1,0 +1,270 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Preset describes one simulated replica: the model it serves, the GPU it
+// runs on, the roofline cost model and the vLLM scheduler limits. Every field
+// can be overridden from YAML (see Override and OverrideFile).
+type Preset struct {
+	// Name is the preset's own name, e.g. "llama-3.1-8b-h100".
+	Name string `yaml:"name"`
+	// Model is the served model name, as /v1/models and model_name labels show it.
+	Model string `yaml:"model"`
+	// GPU is the DCGM modelName of the GPU, e.g. "NVIDIA H100 80GB HBM3".
+	GPU string `yaml:"gpu"`
+
+	// Parameters is the model's parameter count; compute per token is 2× this.
+	Parameters float64 `yaml:"parameters"`
+	// WeightBytes are read from HBM once per engine step.
+	WeightBytes float64 `yaml:"weight_bytes"`
+	// KVBytesPerToken is the KV-cache size of one token over all layers (K and V).
+	KVBytesPerToken float64 `yaml:"kv_bytes_per_token"`
+
+	// GPUMemoryBytes is the GPU's total framebuffer.
+	GPUMemoryBytes float64 `yaml:"gpu_memory_bytes"`
+	// HBMBandwidth is the memory bandwidth in bytes per second.
+	HBMBandwidth float64 `yaml:"hbm_bandwidth_bytes_per_second"`
+	// PeakFLOPS is the dense tensor throughput for the weight dtype, FLOP/s.
+	PeakFLOPS float64 `yaml:"peak_flops"`
+	// ComputeEfficiency is the achieved share of PeakFLOPS (model FLOPs utilisation), 0..1.
+	ComputeEfficiency float64 `yaml:"compute_efficiency"`
+	// MemoryEfficiency is the achieved share of HBMBandwidth, 0..1.
+	MemoryEfficiency float64 `yaml:"memory_efficiency"`
+	// StepOverhead is the fixed cost of every engine step (scheduling, sampling,
+	// kernel launches) that neither compute nor memory explains.
+	StepOverhead time.Duration `yaml:"step_overhead"`
+
+	// GPUMemoryUtilization is vLLM's --gpu-memory-utilization, 0..1.
+	GPUMemoryUtilization float64 `yaml:"gpu_memory_utilization"`
+	// ActivationReserveBytes is memory kept for activations and non-torch
+	// allocations, outside both weights and KV cache.
+	ActivationReserveBytes float64 `yaml:"activation_reserve_bytes"`
+	// BlockSize is tokens per KV block (vLLM's --block-size).
+	BlockSize int `yaml:"block_size"`
+	// MaxNumSeqs caps running requests (vLLM's --max-num-seqs).
+	MaxNumSeqs int `yaml:"max_num_seqs"`
+	// MaxNumBatchedTokens caps tokens per step (vLLM's --max-num-batched-tokens).
+	MaxNumBatchedTokens int `yaml:"max_num_batched_tokens"`
+	// MaxModelLen caps prompt plus output tokens of one request (vLLM's --max-model-len).
+	MaxModelLen int `yaml:"max_model_len"`
+
+	// TDPWatts is the board power limit; DCGM power follows utilisation up to it.
+	TDPWatts float64 `yaml:"tdp_watts"`
+	// IdleWatts is the power drawn with the model loaded and no work.
+	IdleWatts float64 `yaml:"idle_watts"`
+	// SMClockMHz is the SM clock under load, as DCGM_FI_DEV_SM_CLOCK reports it.
+	SMClockMHz float64 `yaml:"sm_clock_mhz"`
+}
+
+// Byte sizes used by the presets.
+const (
+	kib = 1024
+	mib = 1024 * kib
+	gib = 1024 * mib
+)
+
+// presets are the built-in replicas. GPU figures are dense datasheet values and
+// KV sizes follow from the model architecture (see CALIBRATION.md §1–2); the
+// efficiencies and step overhead are calibrated so a single request decodes at
+// ~8–9 ms/token on an H100 and throughput flattens around c≈100–150 for a
+// ~200/200-token chat mix (CALIBRATION.md §5).
+var presets = map[string]Preset{
+	"llama-3.1-8b-h100": {
+		Name:       "llama-3.1-8b-h100",
+		Model:      "meta-llama/Llama-3.1-8B-Instruct",
+		GPU:        "NVIDIA H100 80GB HBM3",
+		Parameters: 8.03e9,
+		// BF16 weights ≈ 16.06 GB.
+		WeightBytes:     16.06e9,
+		KVBytesPerToken: 2 * 32 * 8 * 128 * 2, // K+V × layers × KV heads × head dim × bf16 = 128 KiB
+		// nvidia-smi reports 81559 MiB for an H100 SXM 80GB.
+		GPUMemoryBytes:         81559 * mib,
+		HBMBandwidth:           3.35e12,
+		PeakFLOPS:              989e12,
+		ComputeEfficiency:      0.40,
+		MemoryEfficiency:       0.75,
+		StepOverhead:           2 * time.Millisecond,
+		GPUMemoryUtilization:   0.90,
+		ActivationReserveBytes: 2 * gib,
+		BlockSize:              16,
+		MaxNumSeqs:             256,
+		MaxNumBatchedTokens:    8192,
+		MaxModelLen:            131072,
+		TDPWatts:               700,
+		IdleWatts:              90,
+		SMClockMHz:             1980,
+	},
+	"llama-3.1-8b-l4": {
+		Name:                   "llama-3.1-8b-l4",
+		Model:                  "meta-llama/Llama-3.1-8B-Instruct",
+		GPU:                    "NVIDIA L4",
+		Parameters:             8.03e9,
+		WeightBytes:            16.06e9,
+		KVBytesPerToken:        2 * 32 * 8 * 128 * 2,
+		GPUMemoryBytes:         23034 * mib, // nvidia-smi's figure for a 24 GB L4
+		HBMBandwidth:           300e9,
+		PeakFLOPS:              121e12,
+		ComputeEfficiency:      0.40,
+		MemoryEfficiency:       0.75,
+		StepOverhead:           2 * time.Millisecond,
+		GPUMemoryUtilization:   0.90,
+		ActivationReserveBytes: 1 * gib,
+		BlockSize:              16,
+		MaxNumSeqs:             256,
+		// A small GPU: a smaller batch budget keeps prefill steps short.
+		MaxNumBatchedTokens: 2048,
+		// Only ~35k tokens of KV fit beside the weights, so the context is capped.
+		MaxModelLen: 16384,
+		TDPWatts:    72,
+		IdleWatts:   16,
+		SMClockMHz:  2040,
+	},
+	"llama-3.3-70b-fp8-h200": {
+		Name:       "llama-3.3-70b-fp8-h200",
+		Model:      "meta-llama/Llama-3.3-70B-Instruct",
+		GPU:        "NVIDIA H200",
+		Parameters: 70.6e9,
+		// FP8 weights ≈ 70.5 GB on one GPU; the KV cache stays bf16.
+		WeightBytes:            70.5e9,
+		KVBytesPerToken:        2 * 80 * 8 * 128 * 2, // 320 KiB
+		GPUMemoryBytes:         143771 * mib,         // nvidia-smi's figure for an H200 141GB
+		HBMBandwidth:           4.8e12,
+		PeakFLOPS:              1979e12, // dense FP8
+		ComputeEfficiency:      0.40,
+		MemoryEfficiency:       0.75,
+		StepOverhead:           3 * time.Millisecond,
+		GPUMemoryUtilization:   0.90,
+		ActivationReserveBytes: 4 * gib,
+		BlockSize:              16,
+		MaxNumSeqs:             256,
+		MaxNumBatchedTokens:    8192,
+		MaxModelLen:            131072,
+		TDPWatts:               700,
+		IdleWatts:              100,
+		SMClockMHz:             1980,
+	},
+}
+
+// PresetNames lists the built-in presets, sorted.
+func PresetNames() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// LoadPreset returns a built-in preset by name.
+func LoadPreset(name string) (Preset, error) {
+	p, ok := presets[name]
+	if !ok {
+		return Preset{}, fmt.Errorf("unknown simulator preset %q (known: %v)", name, PresetNames())
+	}
+	return p, nil
+}
+
+// Override decodes YAML over p: fields present in the document replace p's,
+// unknown keys are errors (with their line), and the result is validated.
+// source names the document in errors (a file path, or "override").
+func (p Preset) Override(r io.Reader, source string) (Preset, error) {
+	dec := yaml.NewDecoder(r)
+	dec.KnownFields(true)
+	out := p
+	if err := dec.Decode(&out); err != nil && !errors.Is(err, io.EOF) {
+		return Preset{}, fmt.Errorf("%s: %w", source, err)
+	}
+	if err := out.Validate(); err != nil {
+		return Preset{}, fmt.Errorf("%s: %w", source, err)
+	}
+	return out, nil
+}
+
+// OverrideFile is Override with a YAML file, e.g. the file given to
+// `--preset-file` on top of `--preset`.
+func (p Preset) OverrideFile(path string) (Preset, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Preset{}, fmt.Errorf("reading preset override: %w", err)
+	}
+	return p.Override(bytes.NewReader(b), path)
+}
+
+// Validate reports the first field that makes the preset unusable, by its YAML name.
+func (p Preset) Validate() error {
+	positive := []struct {
+		name string
+		v    float64
+	}{
+		{"parameters", p.Parameters},
+		{"weight_bytes", p.WeightBytes},
+		{"kv_bytes_per_token", p.KVBytesPerToken},
+		{"gpu_memory_bytes", p.GPUMemoryBytes},
+		{"hbm_bandwidth_bytes_per_second", p.HBMBandwidth},
+		{"peak_flops", p.PeakFLOPS},
+		{"compute_efficiency", p.ComputeEfficiency},
+		{"memory_efficiency", p.MemoryEfficiency},
+		{"gpu_memory_utilization", p.GPUMemoryUtilization},
+		{"block_size", float64(p.BlockSize)},
+		{"max_num_seqs", float64(p.MaxNumSeqs)},
+		{"max_num_batched_tokens", float64(p.MaxNumBatchedTokens)},
+		{"max_model_len", float64(p.MaxModelLen)},
+	}
+	for _, f := range positive {
+		if !(f.v > 0) { // also catches NaN
+			return fmt.Errorf("preset %q: %s must be > 0, got %v", p.Name, f.name, f.v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"compute_efficiency", p.ComputeEfficiency},
+		{"memory_efficiency", p.MemoryEfficiency},
+		{"gpu_memory_utilization", p.GPUMemoryUtilization},
+	} {
+		if f.v > 1 {
+			return fmt.Errorf("preset %q: %s must be at most 1, got %v", p.Name, f.name, f.v)
+		}
+	}
+	if p.StepOverhead < 0 {
+		return fmt.Errorf("preset %q: step_overhead must not be negative, got %v", p.Name, p.StepOverhead)
+	}
+	if p.ActivationReserveBytes < 0 || p.TDPWatts < 0 || p.IdleWatts < 0 || p.SMClockMHz < 0 {
+		return fmt.Errorf("preset %q: activation_reserve_bytes, tdp_watts, idle_watts and sm_clock_mhz must not be negative", p.Name)
+	}
+	if p.Model == "" {
+		return fmt.Errorf("preset %q: model must be set", p.Name)
+	}
+	blocks := p.KVBlocks()
+	if blocks <= 0 {
+		return fmt.Errorf("preset %q: no room for a KV cache: gpu_memory_bytes × gpu_memory_utilization (%.3g) − weight_bytes (%.3g) − activation_reserve_bytes (%.3g) is not positive",
+			p.Name, p.GPUMemoryBytes*p.GPUMemoryUtilization, p.WeightBytes, p.ActivationReserveBytes)
+	}
+	if need := (p.MaxModelLen + p.BlockSize - 1) / p.BlockSize; need > blocks {
+		return fmt.Errorf("preset %q: max_model_len %d needs %d KV blocks but only %d fit (%d tokens); lower max_model_len",
+			p.Name, p.MaxModelLen, need, blocks, blocks*p.BlockSize)
+	}
+	return nil
+}
+
+// KVBlocks is the KV-cache capacity in blocks, as vLLM sizes it:
+// floor((GPU memory × gpu_memory_utilization − weights − activation reserve) ÷ (KV bytes per token × block size)).
+func (p Preset) KVBlocks() int {
+	free := p.GPUMemoryBytes*p.GPUMemoryUtilization - p.WeightBytes - p.ActivationReserveBytes
+	per := p.KVBytesPerToken * float64(p.BlockSize)
+	if free <= 0 || per <= 0 {
+		return 0
+	}
+	return int(free / per)
+}
