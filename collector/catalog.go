@@ -55,6 +55,10 @@ var (
 		"Output tokens per second that met the SLO: output tokens/s times SLO attainment (an approximation of per-request goodput).", replicaLabels}
 	MetricReplicaAttainment = MetricDesc{"kneewatch_replica_slo_attainment_ratio", Gauge,
 		"Share of requests over the window within the SLO threshold, per SLO (ttft, tpot).", withLabels("slo")}
+	MetricReplicaRequests = MetricDesc{"kneewatch_replica_requests_total", Counter,
+		"Requests the replica finished, accumulated by kneewatch from the engine's latency histograms (for burn-rate windows).", replicaLabels}
+	MetricReplicaGoodRequests = MetricDesc{"kneewatch_replica_slo_good_requests_total", Counter,
+		"Requests within the SLO threshold, per SLO (ttft, tpot), accumulated by kneewatch (interpolated within a bucket when the threshold is not a bucket edge).", withLabels("slo")}
 	MetricReplicaTTFT = MetricDesc{"kneewatch_replica_ttft_seconds", Gauge,
 		"Time to first token over the window, at the given quantile (server-side histogram).", withLabels("quantile")}
 	MetricReplicaTPOT = MetricDesc{"kneewatch_replica_tpot_seconds", Gauge,
@@ -108,7 +112,7 @@ var MetricBuildInfo = MetricDesc{"kneewatch_build_info", Gauge,
 var Catalog = []MetricDesc{
 	MetricReplicaHeadroom, MetricReplicaKneeLoad, MetricReplicaInflight, MetricReplicaRunning,
 	MetricReplicaWaiting, MetricReplicaOutputTPS, MetricReplicaPromptTPS, MetricReplicaGoodput,
-	MetricReplicaAttainment, MetricReplicaTTFT, MetricReplicaTPOT, MetricReplicaKV,
+	MetricReplicaAttainment, MetricReplicaRequests, MetricReplicaGoodRequests, MetricReplicaTTFT, MetricReplicaTPOT, MetricReplicaKV,
 	MetricReplicaPreemptions, MetricReplicaGPUUtil, MetricReplicaLimiting, MetricReplicaMixDrift,
 	MetricReplicaEvalOK, MetricTargetUp, MetricScrapeDuration,
 	MetricKneeConcurrency, MetricKneeOutputTPS, MetricKneeGoodput, MetricKneeKV,
