@@ -1,4 +1,7 @@
-package collector
+// Package catalog declares every metric family kneewatch exports, as data, so
+// the exporter, the probes, the README, the generated rules and the generated
+// dashboards agree on one list (tests check each against it).
+package catalog
 
 import "github.com/prometheus/client_golang/prometheus"
 
@@ -119,4 +122,53 @@ var Catalog = []MetricDesc{
 	MetricSLOTTFT, MetricSLOTPOT,
 	MetricFleetReplicas, MetricFleetNeeded, MetricFleetHeadroom,
 	MetricEvaluations, MetricLastEvaluation, MetricBuildInfo,
+}
+
+// Probe metric families, exported by the probe package.
+var (
+	MetricProbeTTFT = MetricDesc{"kneewatch_probe_ttft_seconds", Histogram,
+		"Client-side time to first token of synthetic probes (bucket edges include the SLO threshold).", []string{"replica", "model"}}
+	MetricProbeTPOT = MetricDesc{"kneewatch_probe_tpot_seconds", Histogram,
+		"Client-side time per output token of synthetic probes (bucket edges include the SLO threshold).", []string{"replica", "model"}}
+	MetricProbeSuccess = MetricDesc{"kneewatch_probe_success_total", Counter,
+		"Probes that streamed the expected tokens.", []string{"replica", "model"}}
+	MetricProbeFailures = MetricDesc{"kneewatch_probe_failures_total", Counter,
+		"Failed probes by class (connect, timeout, http_4xx, http_5xx, bad_stream, empty).", []string{"replica", "model", "class"}}
+	MetricProbeSkipped = MetricDesc{"kneewatch_probe_skipped_total", Counter,
+		"Probes not sent, by reason (past_knee, queue_growing, budget, in_flight).", []string{"replica", "model", "reason"}}
+	MetricProbeLast = MetricDesc{"kneewatch_probe_last_timestamp_seconds", Gauge,
+		"Unix time the last probe finished.", []string{"replica", "model"}}
+	MetricProbeLoad = MetricDesc{"kneewatch_probe_load_ratio", Gauge,
+		"Probe output tokens per second divided by the replica's knee output tokens per second (capped at 0.001).", []string{"replica", "model"}}
+	MetricProbeAttainment = MetricDesc{"kneewatch_probe_slo_attainment_ratio", Gauge,
+		"Share of probes over the window within the SLO threshold, per SLO (ttft, tpot).", []string{"replica", "model", "slo"}}
+)
+
+// ProbeCatalog lists the probe metric families.
+var ProbeCatalog = []MetricDesc{
+	MetricProbeTTFT, MetricProbeTPOT, MetricProbeSuccess, MetricProbeFailures,
+	MetricProbeSkipped, MetricProbeLast, MetricProbeLoad, MetricProbeAttainment,
+}
+
+// All lists every metric family kneewatch exports.
+func All() []MetricDesc {
+	return append(append([]MetricDesc{}, Catalog...), ProbeCatalog...)
+}
+
+// Lookup returns the family with the given name (a histogram also answers to
+// its _bucket, _sum and _count series names).
+func Lookup(name string) (MetricDesc, bool) {
+	for _, d := range All() {
+		if d.Name == name {
+			return d, true
+		}
+		if d.Type == Histogram {
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				if name == d.Name+s {
+					return d, true
+				}
+			}
+		}
+	}
+	return MetricDesc{}, false
 }
