@@ -4,6 +4,11 @@
 // profiles record the mix they were measured with.
 package workload
 
+import (
+	"errors"
+	"fmt"
+)
+
 // Dist is a distribution of token counts. Kind selects which fields apply:
 //
 //	fixed:     Value
@@ -24,3 +29,29 @@ type Mix struct {
 	Prompt Dist   `yaml:"prompt" json:"prompt"`
 	Output Dist   `yaml:"output" json:"output"`
 }
+
+// Validate reports the first bad field of m, by its YAML path.
+func (m Mix) Validate() error {
+	for _, part := range []struct {
+		name string
+		d    Dist
+	}{{"prompt", m.Prompt}, {"output", m.Output}} {
+		if part.d == (Dist{}) {
+			return &FieldError{Field: part.name, Msg: "is required"}
+		}
+		if err := part.d.Validate(); err != nil {
+			var fe *FieldError
+			if errors.As(err, &fe) {
+				return &FieldError{Field: part.name + "." + fe.Field, Msg: fe.Msg}
+			}
+			return fmt.Errorf("%s: %w", part.name, err)
+		}
+	}
+	return nil
+}
+
+// MeanPromptTokens is the analytic mean prompt length (see Dist.Mean).
+func (m Mix) MeanPromptTokens() float64 { return m.Prompt.Mean() }
+
+// MeanOutputTokens is the analytic mean output length (see Dist.Mean).
+func (m Mix) MeanOutputTokens() float64 { return m.Output.Mean() }

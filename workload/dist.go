@@ -1,0 +1,144 @@
+package workload
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// The distribution kinds.
+const (
+	KindFixed     = "fixed"
+	KindUniform   = "uniform"
+	KindLognormal = "lognormal"
+)
+
+// FieldError is a validation error for one field of a mix, named by its
+// YAML path (e.g. "prompt.median"), so callers can point at the line.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+func fieldErr(field, format string, args ...any) *FieldError {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Validate reports the first field that makes d unusable. Fields that do not
+// apply to d's kind must be left unset, so a typo such as `median` on a
+// uniform distribution is caught rather than silently ignored.
+func (d Dist) Validate() error {
+	unused := func(names ...string) error {
+		for _, n := range names {
+			set := false
+			switch n {
+			case "value":
+				set = d.Value != 0
+			case "min":
+				set = d.Min != 0
+			case "max":
+				set = d.Max != 0
+			case "median":
+				set = d.Median != 0
+			case "sigma":
+				set = d.Sigma != 0
+			}
+			if set {
+				return fieldErr(n, "does not apply to kind %s", d.Kind)
+			}
+		}
+		return nil
+	}
+	switch d.Kind {
+	case KindFixed:
+		if d.Value < 1 {
+			return fieldErr("value", "must be at least 1 token, got %d", d.Value)
+		}
+		return unused("min", "max", "median", "sigma")
+	case KindUniform:
+		if d.Min < 1 {
+			return fieldErr("min", "must be at least 1 token, got %d", d.Min)
+		}
+		if d.Max < d.Min {
+			return fieldErr("max", "must be at least min (%d), got %d", d.Min, d.Max)
+		}
+		return unused("value", "median", "sigma")
+	case KindLognormal:
+		if !(d.Median >= 1) || math.IsInf(d.Median, 0) {
+			return fieldErr("median", "must be a finite number of tokens ≥ 1, got %v", d.Median)
+		}
+		if !(d.Sigma >= 0) || d.Sigma > 5 {
+			return fieldErr("sigma", "must be between 0 and 5 (it is the σ of log tokens), got %v", d.Sigma)
+		}
+		if d.Min < 0 {
+			return fieldErr("min", "must not be negative, got %d", d.Min)
+		}
+		if d.Max < 0 || (d.Max > 0 && d.Max < max(d.Min, 1)) {
+			return fieldErr("max", "must be unset (0) or at least min and 1, got %d", d.Max)
+		}
+		return unused("value")
+	case "":
+		return fieldErr("kind", "is required: one of fixed, uniform, lognormal")
+	default:
+		return fieldErr("kind", "unknown kind %q: want fixed, uniform or lognormal", d.Kind)
+	}
+}
+
+// bounds are the inclusive clamp of a lognormal: at least 1 token, Max when set.
+func (d Dist) bounds() (lo, hi float64) {
+	lo, hi = float64(max(d.Min, 1)), math.Inf(1)
+	if d.Max > 0 {
+		hi = float64(d.Max)
+	}
+	return lo, hi
+}
+
+// Sample draws one token count from d, which must be valid.
+func (d Dist) Sample(rng *rand.Rand) int {
+	switch d.Kind {
+	case KindFixed:
+		return d.Value
+	case KindUniform:
+		return d.Min + rng.IntN(d.Max-d.Min+1)
+	case KindLognormal:
+		x := math.Round(d.Median * math.Exp(d.Sigma*rng.NormFloat64()))
+		lo, hi := d.bounds()
+		return int(min(max(x, lo), hi))
+	}
+	return 1
+}
+
+// Mean is the expected token count, computed analytically: Value for fixed,
+// (Min+Max)/2 for uniform, and for lognormal the mean of the clamped
+// distribution, E[clamp(X, lo, hi)] with X = Median·exp(Sigma·Z). The
+// lognormal mean ignores Sample's rounding to whole tokens (off by well
+// under half a token).
+func (d Dist) Mean() float64 {
+	switch d.Kind {
+	case KindFixed:
+		return float64(d.Value)
+	case KindUniform:
+		return float64(d.Min+d.Max) / 2
+	case KindLognormal:
+		lo, hi := d.bounds()
+		if d.Sigma == 0 {
+			return min(max(d.Median, lo), hi)
+		}
+		mu, s := math.Log(d.Median), d.Sigma
+		a := (math.Log(lo) - mu) / s
+		b := (math.Log(hi) - mu) / s // +Inf when unbounded
+		// E[X; a<Z<b] = exp(μ+σ²/2)·(Φ(b−σ) − Φ(a−σ)).
+		body := math.Exp(mu+s*s/2) * (phi(b-s) - phi(a-s))
+		upper := 0.0
+		if !math.IsInf(hi, 1) {
+			upper = hi * (1 - phi(b))
+		}
+		return lo*phi(a) + body + upper
+	}
+	return 0
+}
+
+// phi is the standard normal CDF.
+func phi(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }

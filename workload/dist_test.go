@@ -1,0 +1,137 @@
+package workload
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestDistValidateNamesTheBadField(t *testing.T) {
+	tests := []struct {
+		name string
+		d    Dist
+		want string
+	}{
+		{"a fixed dist needs a positive value", Dist{Kind: KindFixed}, "value: must be at least 1 token, got 0"},
+		{"a fixed dist rejects fields of other kinds", Dist{Kind: KindFixed, Value: 5, Sigma: 1}, "sigma: does not apply to kind fixed"},
+		{"a uniform dist needs min of at least 1", Dist{Kind: KindUniform, Max: 5}, "min: must be at least 1 token, got 0"},
+		{"a uniform dist needs max at least min", Dist{Kind: KindUniform, Min: 9, Max: 5}, "max: must be at least min (9), got 5"},
+		{"a lognormal needs a median", Dist{Kind: KindLognormal, Sigma: 1}, "median: must be a finite number of tokens ≥ 1, got 0"},
+		{"a lognormal rejects a NaN median", Dist{Kind: KindLognormal, Median: math.NaN()}, "median: must be a finite number of tokens ≥ 1, got NaN"},
+		{"a lognormal rejects a negative sigma", Dist{Kind: KindLognormal, Median: 10, Sigma: -1}, "sigma: must be between 0 and 5 (it is the σ of log tokens), got -1"},
+		{"a lognormal needs max above min", Dist{Kind: KindLognormal, Median: 10, Min: 20, Max: 10}, "max: must be unset (0) or at least min and 1, got 10"},
+		{"a lognormal rejects a value", Dist{Kind: KindLognormal, Median: 10, Value: 3}, "value: does not apply to kind lognormal"},
+		{"the kind is required", Dist{Value: 3}, "kind: is required: one of fixed, uniform, lognormal"},
+		{"an unknown kind is named", Dist{Kind: "normal"}, `kind: unknown kind "normal": want fixed, uniform or lognormal`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.d.Validate()
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Validate() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidDistsPassValidation(t *testing.T) {
+	for _, d := range []Dist{
+		{Kind: KindFixed, Value: 1},
+		{Kind: KindUniform, Min: 1, Max: 1},
+		{Kind: KindLognormal, Median: 100},
+		{Kind: KindLognormal, Median: 100, Sigma: 1, Max: 50},
+	} {
+		if err := d.Validate(); err != nil {
+			t.Errorf("%+v: unexpected error %v", d, err)
+		}
+	}
+}
+
+func TestMeanAgreesWithSampling(t *testing.T) {
+	dists := map[string]Dist{
+		"fixed":               {Kind: KindFixed, Value: 42},
+		"uniform":             {Kind: KindUniform, Min: 10, Max: 31},
+		"unbounded lognormal": {Kind: KindLognormal, Median: 200, Sigma: 0.8},
+		"clamped lognormal":   {Kind: KindLognormal, Median: 200, Sigma: 1.2, Min: 100, Max: 400},
+		"degenerate sigma":    {Kind: KindLognormal, Median: 200, Max: 150},
+	}
+	for _, name := range PresetNames() {
+		m, _ := Preset(name)
+		dists[name+" prompt"] = m.Prompt
+		dists[name+" output"] = m.Output
+	}
+	for name, d := range dists {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 11))
+			const n = 100000
+			sum := 0.0
+			for range n {
+				sum += float64(d.Sample(rng))
+			}
+			got, want := sum/n, d.Mean()
+			if math.Abs(got-want) > 0.01*want+0.5 {
+				t.Errorf("sampled mean %.2f, analytic Mean() %.2f: differ by more than 1%%", got, want)
+			}
+		})
+	}
+}
+
+func TestSamplesStayInsideTheirBounds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, d := range []Dist{
+		{Kind: KindUniform, Min: 3, Max: 5},
+		{Kind: KindLognormal, Median: 100, Sigma: 3, Min: 10, Max: 1000},
+		{Kind: KindLognormal, Median: 1, Sigma: 3},
+	} {
+		lo, hi := d.bounds()
+		if d.Kind == KindUniform {
+			lo, hi = float64(d.Min), float64(d.Max)
+		}
+		seenLo, seenHi := false, false
+		for range 20000 {
+			x := float64(d.Sample(rng))
+			if x < lo || x > hi {
+				t.Fatalf("%+v: sample %v outside [%v, %v]", d, x, lo, hi)
+			}
+			seenLo = seenLo || x == lo
+			seenHi = seenHi || x == hi
+		}
+		if !seenLo || (!math.IsInf(hi, 1) && !seenHi) {
+			t.Errorf("%+v: never reached a bound (low %v, high %v)", d, seenLo, seenHi)
+		}
+	}
+}
+
+func TestPresetsHaveTheAdvertisedShapes(t *testing.T) {
+	tests := []struct {
+		name               string
+		promptLo, promptHi float64
+		outputLo, outputHi float64
+	}{
+		{"chat", 180, 220, 160, 200},        // ShareGPT: ~202 in / ~179 out
+		{"rag", 2000, 4000, 50, 300},        // long prompts, short outputs
+		{"summarize", 2000, 6000, 200, 600}, // long prompts, medium outputs
+		{"code", 400, 1500, 300, 1000},      // medium prompts, longer outputs
+		{"long-context", 8000, 16000, 800, 2048},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, ok := Preset(tt.name)
+			if !ok {
+				t.Fatalf("preset %q missing", tt.name)
+			}
+			if err := m.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if p := m.MeanPromptTokens(); p < tt.promptLo || p > tt.promptHi {
+				t.Errorf("mean prompt %.0f, want %v..%v", p, tt.promptLo, tt.promptHi)
+			}
+			if o := m.MeanOutputTokens(); o < tt.outputLo || o > tt.outputHi {
+				t.Errorf("mean output %.0f, want %v..%v", o, tt.outputLo, tt.outputHi)
+			}
+		})
+	}
+	if got := len(PresetNames()); got != len(tests) {
+		t.Errorf("%d presets, but %d are tested", got, len(tests))
+	}
+}
