@@ -1,0 +1,84 @@
+package knee
+
+// CurvePoint is the profile's measured curve read at one concurrency: what
+// the replica did at that load during the sweep.
+type CurvePoint struct {
+	Concurrency            float64
+	OutputTokensPerSecond  float64
+	GoodputTokensPerSecond float64
+	KVCacheUsage           float64
+	TTFTP99                float64 // seconds
+	TPOTP99                float64 // seconds
+	// Extrapolated is true past the last sweep point, where the values are
+	// the last point's (the curve is flat once saturated, as far as the
+	// sweep can tell).
+	Extrapolated bool
+}
+
+// CurveAt reads the profile's curve at a concurrency (an in-flight load),
+// interpolating linearly between the two sweep points around it, so a live
+// replica can be compared with what its profile says it should do at the
+// same load ("is the curve moving?").
+//
+// Below the first point, throughput, goodput and KV usage scale linearly
+// from zero at zero load (closed-loop throughput is proportional to
+// concurrency at light load) and latencies take the first point's values
+// (an idle replica is no faster than one request alone). Past the last point
+// every value is the last point's, marked Extrapolated. It returns false for
+// a profile without points or an unknown or negative load. Points must be
+// sorted by concurrency, as Validate requires.
+func (p *Profile) CurveAt(load float64) (CurvePoint, bool) {
+	if p == nil || len(p.Points) == 0 || !nonNegative(load) {
+		return CurvePoint{}, false
+	}
+	pts := p.Points
+	first, last := &pts[0], &pts[len(pts)-1]
+	switch {
+	case load <= first.Concurrency:
+		f := 0.0
+		if first.Concurrency > 0 {
+			f = load / first.Concurrency
+		}
+		return CurvePoint{
+			Concurrency:            load,
+			OutputTokensPerSecond:  f * first.OutputTokensPerSecond,
+			GoodputTokensPerSecond: f * first.GoodputTokensPerSecond,
+			KVCacheUsage:           f * first.KVCacheUsage,
+			TTFTP99:                first.TTFT.P99,
+			TPOTP99:                first.TPOT.P99,
+		}, true
+	case load >= last.Concurrency:
+		c := curvePoint(last)
+		c.Concurrency = load
+		c.Extrapolated = load > last.Concurrency
+		return c, true
+	}
+	// Few points (a sweep has ~10–20): a linear scan beats a binary search.
+	i := 1
+	for pts[i].Concurrency < load {
+		i++
+	}
+	lo, hi := &pts[i-1], &pts[i]
+	f := (load - lo.Concurrency) / (hi.Concurrency - lo.Concurrency)
+	return CurvePoint{
+		Concurrency:            load,
+		OutputTokensPerSecond:  lerp(lo.OutputTokensPerSecond, hi.OutputTokensPerSecond, f),
+		GoodputTokensPerSecond: lerp(lo.GoodputTokensPerSecond, hi.GoodputTokensPerSecond, f),
+		KVCacheUsage:           lerp(lo.KVCacheUsage, hi.KVCacheUsage, f),
+		TTFTP99:                lerp(lo.TTFT.P99, hi.TTFT.P99, f),
+		TPOTP99:                lerp(lo.TPOT.P99, hi.TPOT.P99, f),
+	}, true
+}
+
+func curvePoint(pt *Point) CurvePoint {
+	return CurvePoint{
+		Concurrency:            pt.Concurrency,
+		OutputTokensPerSecond:  pt.OutputTokensPerSecond,
+		GoodputTokensPerSecond: pt.GoodputTokensPerSecond,
+		KVCacheUsage:           pt.KVCacheUsage,
+		TTFTP99:                pt.TTFT.P99,
+		TPOTP99:                pt.TPOT.P99,
+	}
+}
+
+func lerp(a, b, f float64) float64 { return a + (b-a)*f }

@@ -1,0 +1,335 @@
+package knee
+
+import "math"
+
+// Dimension is one way of measuring how close a replica is to its knee.
+// Each gives a ratio that is 1 at the knee; headroom is 1 minus the largest.
+type Dimension int
+
+// The dimensions, in the order ties are broken.
+const (
+	// DimensionLoad: in-flight requests ÷ knee concurrency.
+	DimensionLoad Dimension = iota
+	// DimensionThroughput: output tokens/s ÷ the knee's output tokens/s.
+	DimensionThroughput
+	// DimensionKVCache: KV-cache usage ÷ the usage that counts as full for
+	// this knee (see Evaluate).
+	DimensionKVCache
+	// DimensionEffectiveLoad: the load ratio corrected for a replica slower
+	// than its profile (see Evaluate).
+	DimensionEffectiveLoad
+	// NumDimensions counts the dimensions; Ratios is indexed by Dimension.
+	NumDimensions
+)
+
+// DimensionNone is the Dimension of a Result that is not OK.
+const DimensionNone Dimension = -1
+
+// String is the dimension's label value in metrics.
+func (d Dimension) String() string {
+	switch d {
+	case DimensionLoad:
+		return "load"
+	case DimensionThroughput:
+		return "throughput"
+	case DimensionKVCache:
+		return "kv_cache"
+	case DimensionEffectiveLoad:
+		return "effective_load"
+	}
+	return ""
+}
+
+// Ratios holds each dimension's knee ratio, indexed by Dimension; unknown
+// where it could not be computed or does not apply.
+type Ratios [NumDimensions]float64
+
+// Reasons a Result is not OK, machine-friendly for a metric label or a log field.
+const (
+	ReasonNoProfile          = "no_profile"          // the replica has no knee profile
+	ReasonInvalidProfile     = "invalid_profile"     // the profile's knee concurrency is not > 0
+	ReasonNoEngineMetrics    = "no_engine_metrics"   // in-flight load is unknown
+	ReasonInvalidObservation = "invalid_observation" // in-flight load is negative
+)
+
+// Defaults for Options.
+const (
+	DefaultEffectiveLoadMinRatio = 0.25
+	// minEfficiency bounds the effective-load correction at 10× the load
+	// ratio, so a replica that stalls with requests in flight reads as far
+	// past its knee rather than infinitely so.
+	minEfficiency = 0.1
+)
+
+// Options tunes Evaluate. The zero value means the defaults.
+type Options struct {
+	// KVSaturation is the KV-cache usage that counts as full when the
+	// knee is compute-bound (default KVSaturation, 0.9). Values ≤ 0 mean the default.
+	KVSaturation float64
+	// EffectiveLoadMinRatio is the load ratio from which the effective-load
+	// dimension applies (default 0.25): at lighter load, throughput is too
+	// small and noisy to judge speed by, and headroom is ample anyway.
+	// Values ≤ 0 mean the default; +Inf turns the dimension off.
+	EffectiveLoadMinRatio float64
+}
+
+func (o Options) kvSaturation() float64 {
+	if o.KVSaturation > 0 {
+		return o.KVSaturation
+	}
+	return KVSaturation
+}
+
+func (o Options) effectiveLoadMinRatio() float64 {
+	if o.EffectiveLoadMinRatio > 0 {
+		return o.EffectiveLoadMinRatio
+	}
+	return DefaultEffectiveLoadMinRatio
+}
+
+// Result is one replica's evaluation. When OK is false, Reason says why and
+// every other value is unknown: nothing is made up. When OK is true, each
+// value is known unless the inputs it needs were unknown (see Known).
+type Result struct {
+	OK     bool
+	Reason string // one of the Reason constants when not OK; empty when OK
+
+	Load      float64   // mean in-flight requests
+	Ratios    Ratios    // per-dimension knee ratios
+	Headroom  float64   // 1 − the largest known ratio: 1 idle, 0 at the knee, < 0 past it
+	Dimension Dimension // the dimension that set Headroom
+
+	// SLOAttainment approximates the share of requests meeting every SLO as
+	// min(TTFT attainment, TPOT attainment); see Evaluate.
+	SLOAttainment          float64
+	GoodputTokensPerSecond float64 // output tokens/s × SLOAttainment
+	OutputTokensPerSecond  float64 // as observed, kept for the fleet summary
+
+	// LimitingResource is what limits the replica: the KV cache when the KV
+	// dimension set the headroom, KV usage is at saturation or requests are
+	// being preempted, else the resource that limits its knee.
+	LimitingResource Resource
+
+	Knee Knee // the knee the replica was compared with
+
+	// Expected is the profile's curve at the observed load, and
+	// ThroughputEfficiency the observed output tokens/s ÷ Expected's: below
+	// 1, the replica makes fewer tokens at this load than when it was swept
+	// (a slower GPU, or heavier requests than the profile's mix).
+	Expected             CurvePoint
+	ThroughputEfficiency float64
+
+	// TTFTSLORatio and TPOTSLORatio are the observed latency at the SLO's
+	// quantile ÷ its threshold: above 1 the SLO is being missed now.
+	// Unknown when the SLO quantile is not one observed (0.5, 0.9, 0.99).
+	TTFTSLORatio float64
+	TPOTSLORatio float64
+
+	// Leading indicators.
+	KVPressure           float64 // KV usage − the knee's KV usage; > 0 is fuller than at the knee
+	PreemptionsPerSecond float64
+	QueueGrowthPerSecond float64
+	PrefillShare         float64 // prompt ÷ (prompt + output) tokens/s
+	// MixDrift is the larger relative distance of the observed mean prompt
+	// and output tokens per request from the profile's means,
+	// max(|observed − profile| ÷ profile), over the sides both know.
+	MixDrift float64
+}
+
+// Evaluate compares one replica's observation with its knee profile. It is
+// a pure function: no I/O, no clock, no allocation.
+//
+// Headroom is 1 minus the largest of these ratios, each 1 at the knee:
+//   - load: in-flight load ÷ knee concurrency. Always present when OK.
+//   - throughput: output tokens/s ÷ the knee's output tokens/s.
+//   - kv_cache: KV usage ÷ a reference. For a KV-bound knee the reference is
+//     the knee's own KV usage: KV grows with load and the knee is where it
+//     ran out. For a compute-bound knee the knee's KV usage says nothing
+//     about distance (it can be 0.1 at the knee), so the reference is
+//     saturation (Options.KVSaturation, or the knee's usage if higher): the
+//     ratio stays small until a mix of longer contexts starts filling the
+//     cache, then reaches 1 when the cache is nearly full.
+//   - effective_load: the load ratio ÷ throughput efficiency (clamped to
+//     0.1..1), from Options.EffectiveLoadMinRatio upward. A replica that
+//     makes fewer tokens at a load than its profile did is slower (a
+//     throttled GPU) or serving heavier requests (longer prompts), and its
+//     knee has moved down about in proportion: with per-step time scaled by
+//     1/s, throughput at a load scales by s and the TPOT-bound knee moves
+//     to about s × the profiled one.
+//
+// Goodput is output tokens/s × min(TTFT attainment, TPOT attainment). vLLM's
+// bench counts goodput as the tokens of requests that met every SLO; the
+// share meeting both is at most the smaller share, and equals it when the
+// requests that miss one SLO also miss the other (typical when both come
+// from queueing). So this is an upper bound that is tight under saturation.
+// Goodput is unknown unless both attainments and output tokens/s are known.
+func Evaluate(obs Observation, p *Profile, opts Options) Result {
+	if p == nil {
+		return notOK(ReasonNoProfile)
+	}
+	kneeC := p.Knee.Concurrency
+	if !Known(kneeC) || kneeC <= 0 {
+		return notOK(ReasonInvalidProfile)
+	}
+	load := obs.Load()
+	if !Known(load) {
+		return notOK(ReasonNoEngineMetrics)
+	}
+	if load < 0 {
+		return notOK(ReasonInvalidObservation)
+	}
+
+	nan := Unknown()
+	r := Result{
+		OK:                    true,
+		Load:                  load,
+		Knee:                  p.Knee,
+		OutputTokensPerSecond: nan,
+		ThroughputEfficiency:  nan,
+	}
+	for d := range r.Ratios {
+		r.Ratios[d] = nan
+	}
+	r.Ratios[DimensionLoad] = load / kneeC
+
+	out := obs.OutputTokensPerSecond
+	if nonNegative(out) {
+		r.OutputTokensPerSecond = out
+		if p.Knee.OutputTokensPerSecond > 0 {
+			r.Ratios[DimensionThroughput] = out / p.Knee.OutputTokensPerSecond
+		}
+	}
+
+	kv := obs.KVCacheUsage
+	kvSat := opts.kvSaturation()
+	if nonNegative(kv) {
+		ref := max(p.Knee.KVCacheUsage, kvSat)
+		if p.Knee.LimitingResource == ResourceKVCache && p.Knee.KVCacheUsage > 0 {
+			ref = p.Knee.KVCacheUsage
+		}
+		r.Ratios[DimensionKVCache] = kv / ref
+	}
+
+	if expected, ok := p.CurveAt(load); ok {
+		r.Expected = expected
+		if Known(r.OutputTokensPerSecond) && expected.OutputTokensPerSecond > 0 {
+			r.ThroughputEfficiency = r.OutputTokensPerSecond / expected.OutputTokensPerSecond
+		}
+	}
+	if Known(r.ThroughputEfficiency) && r.Ratios[DimensionLoad] >= opts.effectiveLoadMinRatio() {
+		e := min(max(r.ThroughputEfficiency, minEfficiency), 1)
+		r.Ratios[DimensionEffectiveLoad] = r.Ratios[DimensionLoad] / e
+	}
+
+	r.Dimension = DimensionLoad
+	for d, ratio := range r.Ratios {
+		if Known(ratio) && ratio > r.Ratios[r.Dimension] {
+			r.Dimension = Dimension(d)
+		}
+	}
+	r.Headroom = 1 - r.Ratios[r.Dimension]
+
+	r.SLOAttainment, r.GoodputTokensPerSecond = goodput(&obs)
+	r.TTFTSLORatio = sloRatio(obs.TTFT, p.SLO.Quantile, p.SLO.TTFT)
+	r.TPOTSLORatio = sloRatio(obs.TPOT, p.SLO.Quantile, p.SLO.TPOT)
+
+	r.KVPressure = nan
+	if nonNegative(kv) {
+		r.KVPressure = kv - p.Knee.KVCacheUsage
+	}
+	r.PreemptionsPerSecond = nan
+	if nonNegative(obs.PreemptionsPerSecond) {
+		r.PreemptionsPerSecond = obs.PreemptionsPerSecond
+	}
+	r.QueueGrowthPerSecond = nan
+	if Known(obs.QueueGrowthPerSecond) {
+		r.QueueGrowthPerSecond = obs.QueueGrowthPerSecond
+	}
+	r.PrefillShare = obs.PrefillShare()
+	r.MixDrift = maxKnown(
+		drift(obs.MeanPromptTokens, p.Workload.MeanPromptTokens),
+		drift(obs.MeanOutputTokens, p.Workload.MeanOutputTokens))
+
+	r.LimitingResource = p.Knee.LimitingResource
+	if r.LimitingResource != ResourceKVCache && (r.Dimension == DimensionKVCache ||
+		(nonNegative(kv) && kv >= kvSat) || r.PreemptionsPerSecond > 0) {
+		r.LimitingResource = ResourceKVCache
+	}
+	if r.LimitingResource == "" {
+		r.LimitingResource = ResourceCompute
+	}
+	return r
+}
+
+// notOK is a Result with every value unknown.
+func notOK(reason string) Result {
+	nan := Unknown()
+	r := Result{
+		Reason:                 reason,
+		Load:                   nan,
+		Headroom:               nan,
+		Dimension:              DimensionNone,
+		SLOAttainment:          nan,
+		GoodputTokensPerSecond: nan,
+		OutputTokensPerSecond:  nan,
+		Knee:                   Knee{Concurrency: nan, OutputTokensPerSecond: nan, GoodputTokensPerSecond: nan, KVCacheUsage: nan},
+		Expected:               CurvePoint{Concurrency: nan, OutputTokensPerSecond: nan, GoodputTokensPerSecond: nan, KVCacheUsage: nan, TTFTP99: nan, TPOTP99: nan},
+		ThroughputEfficiency:   nan,
+		TTFTSLORatio:           nan,
+		TPOTSLORatio:           nan,
+		KVPressure:             nan,
+		PreemptionsPerSecond:   nan,
+		QueueGrowthPerSecond:   nan,
+		PrefillShare:           nan,
+		MixDrift:               nan,
+	}
+	for d := range r.Ratios {
+		r.Ratios[d] = nan
+	}
+	return r
+}
+
+// goodput returns the joint SLO attainment (approximated, see Evaluate) and
+// the goodput, or unknowns.
+func goodput(obs *Observation) (attainment, tokensPerSecond float64) {
+	ttft, tpot, out := obs.TTFTAttainment, obs.TPOTAttainment, obs.OutputTokensPerSecond
+	if !isRatio(ttft) || !isRatio(tpot) {
+		return Unknown(), Unknown()
+	}
+	attainment = min(ttft, tpot)
+	if !nonNegative(out) {
+		return attainment, Unknown()
+	}
+	return attainment, out * attainment
+}
+
+func isRatio(v float64) bool { return Known(v) && v >= 0 && v <= 1 }
+
+// sloRatio is the observed latency at the SLO quantile ÷ the threshold.
+func sloRatio(l LatencyQuantiles, q float64, threshold Duration) float64 {
+	v := l.At(q)
+	if !nonNegative(v) || threshold <= 0 {
+		return Unknown()
+	}
+	return v / threshold.Seconds()
+}
+
+// drift is |observed − profile| ÷ profile, unknown unless both are known
+// and the profile's mean is > 0.
+func drift(observed, profile float64) float64 {
+	if !nonNegative(observed) || !Known(profile) || profile <= 0 {
+		return Unknown()
+	}
+	return math.Abs(observed-profile) / profile
+}
+
+// maxKnown is the larger of the known values among a and b.
+func maxKnown(a, b float64) float64 {
+	switch {
+	case !Known(a):
+		return b
+	case !Known(b):
+		return a
+	}
+	return max(a, b)
+}

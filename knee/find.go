@@ -1,0 +1,127 @@
+package knee
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// KVSaturation is the KV-cache usage at which a replica is treated as
+// KV-bound: close enough to full that admission stalls and preemptions
+// follow. vLLM preempts only when the cache is exhausted; at 0.9 the next
+// burst of long prompts gets there.
+const KVSaturation = 0.9
+
+// LimitingResource says what limits a replica at an operating point: the KV
+// cache when its usage is at least KVSaturation or any preemption happened,
+// else compute.
+func LimitingResource(pt Point) Resource {
+	if pt.KVCacheUsage >= KVSaturation || pt.PreemptionsPerSecond > 0 {
+		return ResourceKVCache
+	}
+	return ResourceCompute
+}
+
+// FindFromPoints finds the knee among sweep points: the point of highest
+// concurrency such that it and every point below it meet the SLO.
+//
+// A point meets the SLO when the sweep said so (MeetsSLO: judged at the
+// SLO's own quantile, and on errors) and, when the SLO quantile is 0.99 so
+// the point records it, its p99 TTFT and p99 TPOT are within the
+// thresholds too. A point that meets the
+// SLO above one that broke it is not taken: it is noise or a transient in
+// the sweep, and an optimistic knee would page late. Points may come in any
+// order (a sweep runs them as 1, 2, 4, …, then bisects); duplicates are an
+// error. For a knee between measured points, see FindInterpolated.
+func FindFromPoints(points []Point, slo SLO) (Knee, error) {
+	sorted, k, err := lastGood(points, slo)
+	if err != nil {
+		return Knee{}, err
+	}
+	return kneeAt(sorted[k]), nil
+}
+
+// FindInterpolated is FindFromPoints refined between the last good point
+// and the first bad one: it estimates where the SLO margin crosses 1 by
+// linear interpolation, margin = the larger of p99 TTFT ÷ TTFT threshold and
+// p99 TPOT ÷ TPOT threshold. Throughput, goodput, KV usage and preemptions
+// at the knee are interpolated the same way, and the limiting resource is
+// judged on those values. It returns the measured knee unchanged when the
+// SLO quantile is not 0.99 (points record only p50 and p99), when no point
+// breaks the SLO, or when the margins do not bracket 1 (the recorded p99s
+// disagree with MeetsSLO).
+func FindInterpolated(points []Point, slo SLO) (Knee, error) {
+	sorted, k, err := lastGood(points, slo)
+	if err != nil {
+		return Knee{}, err
+	}
+	if k == len(sorted)-1 || slo.Quantile != 0.99 || slo.TTFT <= 0 || slo.TPOT <= 0 {
+		return kneeAt(sorted[k]), nil
+	}
+	good, bad := sorted[k], sorted[k+1]
+	margin := func(pt Point) float64 {
+		return max(pt.TTFT.P99/slo.TTFT.Seconds(), pt.TPOT.P99/slo.TPOT.Seconds())
+	}
+	mg, mb := margin(good), margin(bad)
+	if !(mg <= 1 && mb > 1) {
+		return kneeAt(good), nil
+	}
+	f := (1 - mg) / (mb - mg)
+	at := Point{
+		Concurrency:            lerp(good.Concurrency, bad.Concurrency, f),
+		OutputTokensPerSecond:  lerp(good.OutputTokensPerSecond, bad.OutputTokensPerSecond, f),
+		GoodputTokensPerSecond: lerp(good.GoodputTokensPerSecond, bad.GoodputTokensPerSecond, f),
+		KVCacheUsage:           lerp(good.KVCacheUsage, bad.KVCacheUsage, f),
+		PreemptionsPerSecond:   lerp(good.PreemptionsPerSecond, bad.PreemptionsPerSecond, f),
+	}
+	return kneeAt(at), nil
+}
+
+// lastGood sorts a copy of the points by concurrency and returns it with the
+// index of the knee point.
+func lastGood(points []Point, slo SLO) ([]Point, int, error) {
+	if len(points) == 0 {
+		return nil, 0, errors.New("finding the knee: no sweep points")
+	}
+	sorted := slices.SortedFunc(slices.Values(points), func(a, b Point) int {
+		return cmp.Compare(a.Concurrency, b.Concurrency)
+	})
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].Concurrency == sorted[i-1].Concurrency {
+			return nil, 0, fmt.Errorf("finding the knee: two sweep points at concurrency %g", sorted[i].Concurrency)
+		}
+	}
+	k := -1
+	for i := range sorted {
+		if !meetsSLO(&sorted[i], slo) {
+			break
+		}
+		k = i
+	}
+	if k < 0 {
+		return nil, 0, fmt.Errorf("finding the knee: the lowest concurrency swept (%g) already breaks the SLO, so there is no knee to report", sorted[0].Concurrency)
+	}
+	return sorted, k, nil
+}
+
+func kneeAt(pt Point) Knee {
+	return Knee{
+		Concurrency:            pt.Concurrency,
+		OutputTokensPerSecond:  pt.OutputTokensPerSecond,
+		GoodputTokensPerSecond: pt.GoodputTokensPerSecond,
+		KVCacheUsage:           pt.KVCacheUsage,
+		LimitingResource:       LimitingResource(pt),
+	}
+}
+
+func meetsSLO(pt *Point, slo SLO) bool {
+	if !pt.MeetsSLO {
+		return false
+	}
+	if slo.Quantile != 0.99 {
+		return true
+	}
+	return (slo.TTFT <= 0 || pt.TTFT.P99 <= slo.TTFT.Seconds()) &&
+		(slo.TPOT <= 0 || pt.TPOT.P99 <= slo.TPOT.Seconds())
+}

@@ -1,0 +1,121 @@
+package knee
+
+import "math"
+
+// Unknown values.
+//
+// A value kneewatch could not measure or compute is NaN, in Observation and
+// in Result alike, and Known tells the two apart. NaN keeps both structs
+// plain float64s (no pointers, no allocations per evaluation), is what
+// PromQL's own histogram_quantile and division give for "no data", and
+// poisons any arithmetic that forgets to check, instead of passing a made-up
+// zero along. ±Inf is treated as unknown too: it is never a measurement.
+// Because a zero is a real measurement, build an Observation with
+// NewObservation (every field unknown) and set what was measured.
+
+// Unknown returns the value that marks a quantity as unknown (NaN).
+func Unknown() float64 { return math.NaN() }
+
+// Known reports whether v is a measured, finite value.
+func Known(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// LatencyQuantiles are windowed latency quantiles in seconds; any may be unknown.
+type LatencyQuantiles struct {
+	P50, P90, P99 float64
+}
+
+// At returns the quantile q when it is one of those held (0.5, 0.9, 0.99),
+// and Unknown otherwise.
+func (l LatencyQuantiles) At(q float64) float64 {
+	const eps = 1e-9
+	switch {
+	case math.Abs(q-0.5) < eps:
+		return l.P50
+	case math.Abs(q-0.9) < eps:
+		return l.P90
+	case math.Abs(q-0.99) < eps:
+		return l.P99
+	}
+	return Unknown()
+}
+
+// Observation is one replica's operating point over the evaluation window,
+// as the collector measured it. Counts are window means, rates are per
+// second over the window, ratios are 0..1, latencies are seconds. Any field
+// may be unknown (see Known).
+type Observation struct {
+	// InFlight is the mean in-flight load, running + waiting. When unknown,
+	// Load derives it from Running and Waiting.
+	InFlight float64
+	Running  float64 // mean requests in the running batch
+	Waiting  float64 // mean requests queued for admission
+
+	OutputTokensPerSecond float64
+	PromptTokensPerSecond float64
+	RequestsPerSecond     float64 // finished requests
+
+	KVCacheUsage         float64 // mean KV-cache usage, 0..1
+	PreemptionsPerSecond float64
+
+	TTFT LatencyQuantiles
+	TPOT LatencyQuantiles
+
+	// Attainment is the share of the window's requests whose TTFT (TPOT) was
+	// within the profile's SLO threshold, 0..1.
+	TTFTAttainment float64
+	TPOTAttainment float64
+
+	// QueueGrowthPerSecond is the slope of the waiting queue over the
+	// window, in requests per second; negative when it drains.
+	QueueGrowthPerSecond float64
+
+	// Observed mean tokens per request over the window, for mix drift.
+	MeanPromptTokens float64
+	MeanOutputTokens float64
+
+	GPUUtilization float64 // 0..1
+}
+
+// NewObservation returns an Observation with every field unknown.
+func NewObservation() Observation {
+	nan := Unknown()
+	return Observation{
+		InFlight: nan, Running: nan, Waiting: nan,
+		OutputTokensPerSecond: nan, PromptTokensPerSecond: nan, RequestsPerSecond: nan,
+		KVCacheUsage: nan, PreemptionsPerSecond: nan,
+		TTFT:           LatencyQuantiles{nan, nan, nan},
+		TPOT:           LatencyQuantiles{nan, nan, nan},
+		TTFTAttainment: nan, TPOTAttainment: nan,
+		QueueGrowthPerSecond: nan,
+		MeanPromptTokens:     nan, MeanOutputTokens: nan,
+		GPUUtilization: nan,
+	}
+}
+
+// Load is the mean in-flight load: InFlight when known, else Running +
+// Waiting when both are known, else unknown.
+func (o *Observation) Load() float64 {
+	if Known(o.InFlight) {
+		return o.InFlight
+	}
+	if Known(o.Running) && Known(o.Waiting) {
+		return o.Running + o.Waiting
+	}
+	return Unknown()
+}
+
+// PrefillShare is the prompt tokens' share of all tokens processed,
+// prompt ÷ (prompt + output) tokens per second. A high share means prefill
+// waves, which raise TTFT while the KV cache stays low. Unknown when either
+// rate is unknown or both are zero.
+func (o *Observation) PrefillShare() float64 {
+	p, out := o.PromptTokensPerSecond, o.OutputTokensPerSecond
+	if !nonNegative(p) || !nonNegative(out) || p+out == 0 {
+		return Unknown()
+	}
+	return p / (p + out)
+}
+
+// nonNegative reports whether v is known and ≥ 0. Rates, counts and ratios
+// below zero are collector bugs (a missed counter reset), not measurements.
+func nonNegative(v float64) bool { return Known(v) && v >= 0 }
