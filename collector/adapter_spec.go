@@ -1,0 +1,302 @@
+package collector
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// metricSpec declares where one signal comes from in an engine's exposition.
+type metricSpec struct {
+	signal Signal
+	// names are the exposed family names, in order of preference (newest
+	// engine version first). Counter names are also tried with _total.
+	names []string
+	// matchLabel/matchValue, when set, keep only series carrying that label
+	// value (e.g. finished_reason="abort", request_type="waiting").
+	matchLabel, matchValue string
+	// scale converts to the signal's base unit (0 means 1).
+	scale float64
+	// mean averages the series instead of summing them: data-parallel
+	// engines each report their own ratio, and the engine's own logger
+	// averages them.
+	mean bool
+	// histogramSum reads a histogram's _sum as a counter (TGI has no token
+	// counters, only token-length histograms).
+	histogramSum bool
+	// required signals produce a Problem when absent: without them the
+	// replica's load cannot be read.
+	required bool
+}
+
+// specAdapter is an engine adapter driven by a table of metricSpecs. The
+// engine files declare one each.
+type specAdapter struct {
+	name string
+	// prefixes identify the engine's families (canonical form).
+	prefixes []string
+	// modelLabel is the label naming the served model ("" if none).
+	modelLabel string
+	// modelFrom lists the families whose model labels decide which models a
+	// scrape carries (default: every family in metrics). Triton exposes
+	// generic nv_inference_* series for every model in its repository, so
+	// only its TensorRT-LLM families say which model is the LLM.
+	modelFrom []string
+	// rankLabels name labels whose values mark duplicate reporters of the
+	// same batch (tensor-parallel ranks); only the lowest value is read.
+	rankLabels []string
+	metrics    []metricSpec
+	// extra reads what does not fit a metricSpec (info-style labels,
+	// derived sums); it runs after the table.
+	extra func(fi familyIndex, sel selector, s *Snapshot)
+}
+
+func (a specAdapter) detect(fi familyIndex) bool { return fi.hasPrefix(a.prefixes...) }
+
+func (a specAdapter) normalize(fi familyIndex, opts Options) (Snapshot, error) {
+	s := newSnapshot(a.name)
+	model, err := a.chooseModel(fi, opts.Model)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	s.Model = model
+	sel := selector{modelLabel: a.modelLabel, model: model, rankLabels: a.rankLabels}
+	for _, spec := range a.metrics {
+		if _, done := s.Histograms[spec.signal]; done {
+			continue
+		}
+		if spec.signal.Kind() != KindHistogram {
+			if _, done := s.Gauges[spec.signal]; done {
+				continue
+			}
+			if _, done := s.Counters[spec.signal]; done {
+				continue
+			}
+		}
+		mf := fi.find(spec.signal.Kind() == KindCounter && !spec.histogramSum, spec.names...)
+		if mf == nil {
+			if spec.required {
+				s.problem(spec.names[0], "not in scrape; %s is unknown", spec.signal)
+			}
+			continue
+		}
+		readSpec(mf, spec, sel, &s)
+	}
+	if a.extra != nil {
+		a.extra(fi, sel, &s)
+	}
+	if model == "" && opts.Model != "" {
+		s.Model = opts.Model
+	}
+	return s, nil
+}
+
+// chooseModel returns the model to read: the configured one (which must be
+// present if the scrape names models at all), else the only one.
+func (a specAdapter) chooseModel(fi familyIndex, want string) (string, error) {
+	if a.modelLabel == "" {
+		return "", nil
+	}
+	seen := map[string]bool{}
+	names := a.modelFrom
+	if names == nil {
+		for _, spec := range a.metrics {
+			names = append(names, spec.names...)
+		}
+	}
+	for _, n := range names {
+		for _, m := range fi.find(true, n).GetMetric() {
+			if v, ok := labelValue(m, a.modelLabel); ok && v != "" {
+				seen[v] = true
+			}
+		}
+	}
+	models := slices.Sorted(func(yield func(string) bool) {
+		for k := range seen {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	switch {
+	case want != "":
+		if len(models) > 0 && !seen[want] {
+			return "", fmt.Errorf("model %q is not in the scrape (%s values: %s)", want, a.modelLabel, strings.Join(models, ", "))
+		}
+		return want, nil
+	case len(models) > 1:
+		return "", fmt.Errorf("scrape carries several models (%s values: %s); set the target's model", a.modelLabel, strings.Join(models, ", "))
+	case len(models) == 1:
+		return models[0], nil
+	}
+	return "", nil
+}
+
+// selector picks the series of one replica's model out of a family.
+type selector struct {
+	modelLabel, model string
+	rankLabels        []string
+}
+
+// series returns the family's series for the selected model that carry
+// label=value (when label is set), keeping only the lowest rank of each
+// rank label.
+func (sel selector) series(mf *dto.MetricFamily, label, value string) []*dto.Metric {
+	var out []*dto.Metric
+	for _, m := range mf.GetMetric() {
+		if sel.modelLabel != "" && sel.model != "" {
+			if v, ok := labelValue(m, sel.modelLabel); ok && v != sel.model {
+				continue
+			}
+		}
+		if label != "" {
+			if v, _ := labelValue(m, label); v != value {
+				continue
+			}
+		}
+		out = append(out, m)
+	}
+	for _, rl := range sel.rankLabels {
+		out = keepLowestRank(out, rl)
+	}
+	return out
+}
+
+// keepLowestRank keeps the series whose rank label has the lowest value
+// (numerically when the values are numbers); series without the label stay.
+func keepLowestRank(ms []*dto.Metric, label string) []*dto.Metric {
+	lowest, have := "", false
+	for _, m := range ms {
+		v, ok := labelValue(m, label)
+		if ok && (!have || rankLess(v, lowest)) {
+			lowest, have = v, true
+		}
+	}
+	if !have {
+		return ms
+	}
+	out := ms[:0:0]
+	for _, m := range ms {
+		if v, ok := labelValue(m, label); !ok || v == lowest {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func rankLess(a, b string) bool {
+	x, errA := strconv.ParseFloat(a, 64)
+	y, errB := strconv.ParseFloat(b, 64)
+	if errA == nil && errB == nil {
+		return x < y
+	}
+	return a < b
+}
+
+// readSpec reads one signal from its family into s, or records why not.
+func readSpec(mf *dto.MetricFamily, spec metricSpec, sel selector, s *Snapshot) {
+	name := mf.GetName()
+	ms := sel.series(mf, spec.matchLabel, spec.matchValue)
+	if len(ms) == 0 {
+		return
+	}
+	scale := spec.scale
+	if scale == 0 {
+		scale = 1
+	}
+	t := mf.GetType()
+	switch {
+	case spec.signal.Kind() == KindHistogram:
+		if t != dto.MetricType_HISTOGRAM && t != dto.MetricType_GAUGE_HISTOGRAM {
+			s.problem(name, "is a %s, expected a histogram", strings.ToLower(t.String()))
+			return
+		}
+		var total Histogram
+		for i, m := range ms {
+			h, err := histogramFromDTO(m.GetHistogram())
+			if err != nil {
+				s.problem(name, "%v; %s is unknown", err, spec.signal)
+				return
+			}
+			if i == 0 {
+				total = h
+				continue
+			}
+			if total, err = addHistogram(total, h); err != nil {
+				s.problem(name, "%v; %s is unknown", err, spec.signal)
+				return
+			}
+		}
+		if scale != 1 {
+			total = scaleHistogram(total, scale)
+		}
+		s.Histograms[spec.signal] = total
+	default:
+		var sum float64
+		for _, m := range ms {
+			var v float64
+			if spec.histogramSum {
+				if (t != dto.MetricType_HISTOGRAM && t != dto.MetricType_SUMMARY) ||
+					(m.GetHistogram().SampleSum == nil && m.GetSummary().SampleSum == nil) {
+					s.problem(name, "has no _sum to read %s from", spec.signal)
+					return
+				}
+				v = m.GetHistogram().GetSampleSum() + m.GetSummary().GetSampleSum()
+			} else {
+				var ok bool
+				if v, ok = scalarValue(t, m); !ok {
+					s.problem(name, "is a %s, expected a %s", strings.ToLower(t.String()), kindWord(spec.signal.Kind()))
+					return
+				}
+			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				s.problem(name, "has value %v; %s is unknown", v, spec.signal)
+				return
+			}
+			if spec.signal.Kind() == KindCounter && v < 0 {
+				s.problem(name, "counter has negative value %v; %s is unknown", v, spec.signal)
+				return
+			}
+			sum += v
+		}
+		if spec.mean {
+			sum /= float64(len(ms))
+		}
+		s.set(spec.signal, sum*scale)
+	}
+}
+
+func scaleHistogram(h Histogram, factor float64) Histogram {
+	out := Histogram{Buckets: make([]Bucket, len(h.Buckets)), Count: h.Count, Sum: h.Sum * factor}
+	for i, b := range h.Buckets {
+		out.Buckets[i] = Bucket{UpperBound: b.UpperBound * factor, Count: b.Count}
+	}
+	return out
+}
+
+func kindWord(k SignalKind) string {
+	switch k {
+	case KindGauge:
+		return "gauge"
+	case KindCounter:
+		return "counter"
+	case KindHistogram:
+		return "histogram"
+	}
+	return "metric"
+}
+
+// infoNumber reads a positive numeric label of an info-style series (value
+// 1, configuration in labels). Values such as "None" are not numbers.
+func infoNumber(m *dto.Metric, label string) (float64, bool) {
+	v, ok := labelValue(m, label)
+	if !ok {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	return f, err == nil && f > 0 && !math.IsInf(f, 0)
+}

@@ -1,0 +1,164 @@
+package collector
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Quantile is a windowed histogram quantile.
+type Quantile struct {
+	Value float64
+	// AboveHighestBound is true when the quantile fell into the +Inf
+	// bucket: Value is then the highest finite bucket bound (as PromQL
+	// returns it) and the true quantile is only known to be above it.
+	AboveHighestBound bool
+}
+
+// Attainment is the share of a histogram's observations in the window at
+// or below a threshold, such as the share of requests meeting a TTFT SLO.
+type Attainment struct {
+	Ratio float64
+	// Exact is true only when the threshold is one of the histogram's
+	// bucket bounds. Otherwise Ratio interpolates linearly inside the
+	// bucket holding the threshold (assuming observations spread evenly
+	// over it); above the highest finite bound nothing is interpolated and
+	// Ratio is a lower bound.
+	Exact bool
+}
+
+// bucketRates returns the per-bucket rates of a histogram signal over the
+// window: PromQL's rate(x_bucket[width]), each bucket (each le) its own
+// counter with its own reset handling and extrapolation, buckets whose rate
+// cannot be computed (fewer than two samples) left out, as PromQL leaves
+// them out.
+func (w *Window) bucketRates(sig Signal, at time.Time) ([]Bucket, error) {
+	if sig.Kind() != KindHistogram {
+		return nil, fmt.Errorf("%s is not a histogram", sig)
+	}
+	snaps, start, end := w.selected(at)
+	var (
+		bounds []float64 // every le seen, in first-seen order
+		series [][]point // per bound
+		index  = map[float64]int{}
+		seen   bool
+	)
+	for _, s := range snaps {
+		h, ok := s.Histograms[sig]
+		if !ok {
+			continue
+		}
+		seen = true
+		t := s.Time.UnixMilli()
+		for _, b := range h.Buckets {
+			j, known := index[b.UpperBound]
+			if !known {
+				j = len(bounds)
+				index[b.UpperBound] = j
+				bounds = append(bounds, b.UpperBound)
+				series = append(series, nil)
+			}
+			series[j] = append(series[j], point{t, b.Count})
+		}
+	}
+	if !seen {
+		return nil, fmt.Errorf("%s: %w", sig, ErrMissingSignal)
+	}
+	seconds := w.width.Seconds()
+	rates := make([]Bucket, 0, len(bounds))
+	for i, ub := range bounds {
+		if d, ok := extrapolatedDelta(series[i], start, end, true); ok {
+			rates = append(rates, Bucket{UpperBound: ub, Count: d / seconds})
+		}
+	}
+	if len(rates) == 0 {
+		return nil, fmt.Errorf("%s: %w (need 2 scrapes of the histogram)", sig, ErrTooFewSamples)
+	}
+	slices.SortFunc(rates, func(a, b Bucket) int {
+		switch {
+		case a.UpperBound < b.UpperBound:
+			return -1
+		case a.UpperBound > b.UpperBound:
+			return +1
+		}
+		return 0
+	})
+	return rates, nil
+}
+
+// HistogramQuantile is PromQL's histogram_quantile(q, rate(x_bucket[width]))
+// evaluated at at, for one replica's histogram signal. q must be in [0, 1].
+// No observations in the window, or no +Inf bucket rate, give an error
+// (PromQL's NaN), not a number.
+func (w *Window) HistogramQuantile(sig Signal, q float64, at time.Time) (Quantile, error) {
+	if math.IsNaN(q) || q < 0 || q > 1 {
+		return Quantile{}, fmt.Errorf("quantile %v of %s: must be between 0 and 1", q, sig)
+	}
+	rates, err := w.bucketRates(sig, at)
+	if err != nil {
+		return Quantile{}, err
+	}
+	if !math.IsInf(rates[len(rates)-1].UpperBound, +1) || len(rates) < 2 {
+		return Quantile{}, fmt.Errorf("quantile of %s: %w (no +Inf bucket rate)", sig, ErrTooFewSamples)
+	}
+	v, inInf := bucketQuantile(q, rates)
+	if math.IsNaN(v) {
+		return Quantile{}, fmt.Errorf("quantile of %s: %w", sig, ErrNoObservations)
+	}
+	return Quantile{Value: v, AboveHighestBound: inInf}, nil
+}
+
+// SLOAttainment is PromQL's histogram_fraction(-Inf, threshold,
+// rate(x_bucket[width])) evaluated at at: the share of observations in the
+// window at or below threshold (see Attainment for the interpolation).
+func (w *Window) SLOAttainment(sig Signal, threshold float64, at time.Time) (Attainment, error) {
+	if math.IsNaN(threshold) || math.IsInf(threshold, 0) {
+		return Attainment{}, fmt.Errorf("attainment of %s: threshold %v is not a finite number", sig, threshold)
+	}
+	rates, err := w.bucketRates(sig, at)
+	if err != nil {
+		return Attainment{}, err
+	}
+	if !math.IsInf(rates[len(rates)-1].UpperBound, +1) {
+		return Attainment{}, fmt.Errorf("attainment of %s: %w (no +Inf bucket rate)", sig, ErrTooFewSamples)
+	}
+	ratio, exact := bucketFractionBelow(threshold, rates)
+	if math.IsNaN(ratio) {
+		return Attainment{}, fmt.Errorf("attainment of %s: %w", sig, ErrNoObservations)
+	}
+	return Attainment{Ratio: ratio, Exact: exact}, nil
+}
+
+// HistogramMean is rate(x_sum[width]) / rate(x_count[width]): the mean
+// observation in the window.
+func (w *Window) HistogramMean(sig Signal, at time.Time) (float64, error) {
+	if sig.Kind() != KindHistogram {
+		return 0, fmt.Errorf("%s is not a histogram", sig)
+	}
+	snaps, start, end := w.selected(at)
+	var sums, counts []point
+	for _, s := range snaps {
+		h, ok := s.Histograms[sig]
+		if !ok {
+			continue
+		}
+		t := s.Time.UnixMilli()
+		if !math.IsNaN(h.Sum) {
+			sums = append(sums, point{t, h.Sum})
+		}
+		counts = append(counts, point{t, h.Count})
+	}
+	if len(counts) == 0 {
+		return 0, fmt.Errorf("%s: %w", sig, ErrMissingSignal)
+	}
+	sum, okS := extrapolatedDelta(sums, start, end, true)
+	count, okC := extrapolatedDelta(counts, start, end, true)
+	if !okS || !okC {
+		return 0, fmt.Errorf("mean of %s: %w (need 2 scrapes with _sum and _count)", sig, ErrTooFewSamples)
+	}
+	if count == 0 {
+		return 0, fmt.Errorf("mean of %s: %w", sig, ErrNoObservations)
+	}
+	return sum / count, nil
+}
