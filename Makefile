@@ -11,9 +11,10 @@ TOOLS      := $(CURDIR)/.tools/bin
 export PATH := $(TOOLS):$(PATH)
 
 # Pinned versions of the real components the tests use.
-PROMETHEUS_VERSION := v0.316.0
+PROMETHEUS_VERSION   := v0.316.0
+ALERTMANAGER_VERSION := v0.35.0
 
-TOOL_BINS := $(TOOLS)/promtool $(TOOLS)/prometheus
+TOOL_BINS := $(TOOLS)/promtool $(TOOLS)/prometheus $(TOOLS)/alertmanager
 
 .PHONY: all build test test-short tools bench vet fmt-check clean-tools
 
@@ -29,6 +30,9 @@ $(TOOLS)/promtool:
 
 $(TOOLS)/prometheus:
 	GOBIN=$(TOOLS) $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
+
+$(TOOLS)/alertmanager:
+	scripts/build-alertmanager.sh $(ALERTMANAGER_VERSION) $(TOOLS)
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
