@@ -69,7 +69,7 @@ type SweepInfo struct {
 	Target     string    `yaml:"target,omitempty" json:"target,omitempty"` // URL or simulator preset
 	StartedAt  time.Time `yaml:"startedAt" json:"startedAt"`
 	FinishedAt time.Time `yaml:"finishedAt" json:"finishedAt"`
-	Levels     []int     `yaml:"levels" json:"levels"` // concurrencies in the order they were run
+	Levels     []int     `yaml:"levels,flow" json:"levels"` // concurrencies in the order they were run
 }
 
 // Point is one measured concurrency level. Latencies are in seconds, ratios 0..1.
@@ -79,8 +79,8 @@ type Point struct {
 	RequestsPerSecond      float64   `yaml:"requestsPerSecond" json:"requestsPerSecond"`
 	OutputTokensPerSecond  float64   `yaml:"outputTokensPerSecond" json:"outputTokensPerSecond"`
 	GoodputTokensPerSecond float64   `yaml:"goodputTokensPerSecond" json:"goodputTokensPerSecond"`
-	TTFT                   Quantiles `yaml:"ttftSeconds" json:"ttftSeconds"`
-	TPOT                   Quantiles `yaml:"tpotSeconds" json:"tpotSeconds"`
+	TTFT                   Quantiles `yaml:"ttftSeconds,flow" json:"ttftSeconds"`
+	TPOT                   Quantiles `yaml:"tpotSeconds,flow" json:"tpotSeconds"`
 	KVCacheUsage           float64   `yaml:"kvCacheUsage" json:"kvCacheUsage"`
 	GPUUtilization         *float64  `yaml:"gpuUtilization,omitempty" json:"gpuUtilization,omitempty"` // absent when not measured
 	PreemptionsPerSecond   float64   `yaml:"preemptionsPerSecond" json:"preemptionsPerSecond"`
