@@ -1,0 +1,158 @@
+package config
+
+import (
+	"math"
+	"time"
+)
+
+// Alerts holds the thresholds and conventions of the generated alert rules
+// (`kneewatch rules`). Headroom is 1 − load ÷ knee: 0.2 means 20% below the
+// knee, negative means past it.
+type Alerts struct {
+	// HeadroomLow is the warning: headroom under Below for For.
+	// Default below 0.2 for 10m.
+	HeadroomLow HeadroomLow `yaml:"headroom_low"`
+	// HeadroomExhausted is the page: headroom under Below for For, or
+	// headroom predicted to reach 0 within PredictWindow while already under
+	// PredictGuard. Default below 0.05 for 5m, predict 15m, guard 0.3.
+	HeadroomExhausted HeadroomExhausted `yaml:"headroom_exhausted"`
+	// SLOObjective is the share of requests that must meet the SLO, the base
+	// of the multi-window burn-rate alerts. At least 0.931, since the fast
+	// 14.4× burn page must be reachable. Default 0.99.
+	SLOObjective float64 `yaml:"slo_objective"`
+	// KVPressure warns when KV-cache usage is above the knee's by more than
+	// Margin, or preemptions exceed PreemptionsPerSecond, for For.
+	// Default margin 0.05, 0.1 preemptions/s, for 10m.
+	KVPressure KVPressure `yaml:"kv_pressure"`
+	// ProbesFailing pages when every probe of a replica fails for
+	// AllFailingFor, and warns when the success ratio is under
+	// SuccessWarning for For. Default all failing for 5m; under 0.9 for 10m.
+	ProbesFailing ProbesFailing `yaml:"probes_failing"`
+	// FleetCapacity warns when the replicas needed exceed those available
+	// for For. Default 15m.
+	FleetCapacity FleetCapacity `yaml:"fleet_capacity"`
+	// RunbookBaseURL is joined with "<alert>.md" for each alert's runbook_url
+	// annotation. Default the runbooks in kneewatch's repository.
+	RunbookBaseURL string `yaml:"runbook_base_url"`
+	// DashboardBaseURL is the Grafana base URL (https://grafana.example.com)
+	// for each alert's dashboard link. Empty: no dashboard annotation.
+	DashboardBaseURL string `yaml:"dashboard_base_url,omitempty"`
+	// Labels are added to every generated rule (e.g. team: ml-platform).
+	Labels map[string]string `yaml:"labels,omitempty"`
+}
+
+// HeadroomLow is the headroom warning threshold.
+type HeadroomLow struct {
+	Below float64  `yaml:"below"`
+	For   Duration `yaml:"for"`
+}
+
+// HeadroomExhausted is the headroom page threshold.
+type HeadroomExhausted struct {
+	Below         float64  `yaml:"below"`
+	For           Duration `yaml:"for"`
+	PredictWindow Duration `yaml:"predict_window"`
+	PredictGuard  float64  `yaml:"predict_guard"`
+}
+
+// KVPressure is the KV-cache pressure warning threshold.
+type KVPressure struct {
+	Margin               float64  `yaml:"margin"`
+	PreemptionsPerSecond float64  `yaml:"preemptions_per_second"`
+	For                  Duration `yaml:"for"`
+}
+
+// ProbesFailing is the probe failure thresholds.
+type ProbesFailing struct {
+	SuccessWarning float64  `yaml:"success_warning"`
+	For            Duration `yaml:"for"`
+	AllFailingFor  Duration `yaml:"all_failing_for"`
+}
+
+// FleetCapacity is the fleet capacity warning threshold.
+type FleetCapacity struct {
+	For Duration `yaml:"for"`
+}
+
+// DefaultRunbookBaseURL points at the runbooks in kneewatch's repository.
+const DefaultRunbookBaseURL = "https://github.com/kneewatch/kneewatch/blob/main/docs/runbooks/"
+
+// fastBurnRate is the burn-rate multiple of the fastest SLO page (1h and 5m
+// windows): at 14.4× a 30-day error budget lasts about two days.
+const fastBurnRate = 14.4
+
+// DefaultAlerts returns the alert defaults.
+func DefaultAlerts() Alerts {
+	return Alerts{
+		HeadroomLow: HeadroomLow{Below: 0.2, For: Duration(10 * time.Minute)},
+		HeadroomExhausted: HeadroomExhausted{
+			Below:         0.05,
+			For:           Duration(5 * time.Minute),
+			PredictWindow: Duration(15 * time.Minute),
+			PredictGuard:  0.3,
+		},
+		SLOObjective:   0.99,
+		KVPressure:     KVPressure{Margin: 0.05, PreemptionsPerSecond: 0.1, For: Duration(10 * time.Minute)},
+		ProbesFailing:  ProbesFailing{SuccessWarning: 0.9, For: Duration(10 * time.Minute), AllFailingFor: Duration(5 * time.Minute)},
+		FleetCapacity:  FleetCapacity{For: Duration(15 * time.Minute)},
+		RunbookBaseURL: DefaultRunbookBaseURL,
+	}
+}
+
+func (a Alerts) validate(p *problems) {
+	const path = "alerts"
+	if !(a.HeadroomLow.Below > 0 && a.HeadroomLow.Below < 1) {
+		p.add(path+".headroom_low.below", "%v is outside (0, 1)", a.HeadroomLow.Below)
+	}
+	e := a.HeadroomExhausted
+	switch {
+	case !(e.Below >= 0 && e.Below < 1):
+		p.add(path+".headroom_exhausted.below", "%v is outside [0, 1)", e.Below)
+	case e.Below >= a.HeadroomLow.Below:
+		p.add(path+".headroom_exhausted.below", "%v must be under headroom_low.below (%v): the page is the more urgent alert", e.Below, a.HeadroomLow.Below)
+	}
+	if e.PredictWindow <= 0 {
+		p.add(path+".headroom_exhausted.predict_window", "must be above 0, got %s", e.PredictWindow)
+	}
+	if !(e.PredictGuard > e.Below && e.PredictGuard <= 1) {
+		p.add(path+".headroom_exhausted.predict_guard", "%v must be above headroom_exhausted.below (%v) and at most 1", e.PredictGuard, e.Below)
+	}
+	switch minimum := 1 - 1/fastBurnRate; {
+	case !(a.SLOObjective > 0 && a.SLOObjective < 1):
+		p.add(path+".slo_objective", "%v is outside (0, 1) (0.99 means 99%% of requests meet the SLO)", a.SLOObjective)
+	case a.SLOObjective < minimum:
+		p.add(path+".slo_objective", "%v leaves an error budget of %.3g; the %.1f× fast-burn page would need an error ratio of %.3g, above 1, so it could never fire (use %.3f or more)",
+			a.SLOObjective, 1-a.SLOObjective, fastBurnRate, fastBurnRate*(1-a.SLOObjective), math.Ceil(minimum*1000)/1000)
+	}
+	if !(a.KVPressure.Margin >= 0 && a.KVPressure.Margin < 1) {
+		p.add(path+".kv_pressure.margin", "%v is outside [0, 1)", a.KVPressure.Margin)
+	}
+	if !(a.KVPressure.PreemptionsPerSecond > 0) {
+		p.add(path+".kv_pressure.preemptions_per_second", "must be above 0, got %v", a.KVPressure.PreemptionsPerSecond)
+	}
+	if !(a.ProbesFailing.SuccessWarning > 0 && a.ProbesFailing.SuccessWarning <= 1) {
+		p.add(path+".probes_failing.success_warning", "%v is outside (0, 1]", a.ProbesFailing.SuccessWarning)
+	}
+	if a.RunbookBaseURL != "" {
+		validateBaseURL(a.RunbookBaseURL, path+".runbook_base_url", p)
+	}
+	if a.DashboardBaseURL != "" {
+		validateBaseURL(a.DashboardBaseURL, path+".dashboard_base_url", p)
+	}
+	validateLabelNames(a.Labels, reservedAlertLabels(), "is set by the generated rules themselves", path+".labels", p)
+}
+
+// reservedAlertLabels are labels the generated rules set or Prometheus owns.
+func reservedAlertLabels() []string {
+	return []string{"alertname", "severity", "replica", "model", "profile"}
+}
+
+// validateBaseURL checks a base URL used to build links.
+func validateBaseURL(s, path string, p *problems) {
+	u, err := ParseURL(s)
+	if err != nil {
+		p.add(path, "not a URL: %v", err)
+		return
+	}
+	validateHTTPURL(u, path, p)
+}

@@ -1,0 +1,269 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/sethvargo/go-envconfig"
+)
+
+// EnvPrefix starts every environment variable kneewatch reads.
+const EnvPrefix = "KNEEWATCH_"
+
+// DefaultListenAddress is kneewatch's port, :9847, in the exporter range
+// 9100–9999 (a number of our choosing, not an allocation).
+const DefaultListenAddress = ":9847"
+
+// Settings are the process settings. Each comes, strongest first, from a
+// command-line flag the user set, a KNEEWATCH_* environment variable, or its
+// default (the env tag's default=).
+type Settings struct {
+	// ListenAddress is where /metrics is served. --web.listen-address,
+	// KNEEWATCH_LISTEN_ADDRESS. Default :9847.
+	ListenAddress string `env:"LISTEN_ADDRESS, default=:9847"`
+	// LogLevel is debug, info, warn or error. --log.level,
+	// KNEEWATCH_LOG_LEVEL. Default info.
+	LogLevel string `env:"LOG_LEVEL, default=info"`
+	// LogFormat is logfmt or json. --log.format, KNEEWATCH_LOG_FORMAT.
+	// Default logfmt.
+	LogFormat string `env:"LOG_FORMAT, default=logfmt"`
+	// EvaluationInterval is how often every target is scraped and
+	// evaluated. --evaluation.interval, KNEEWATCH_EVALUATION_INTERVAL.
+	// Default 5s.
+	EvaluationInterval Duration `env:"EVALUATION_INTERVAL, default=5s"`
+	// Window is the span rates and quantiles are computed over; at least two
+	// evaluation intervals. --evaluation.window, KNEEWATCH_WINDOW. Default 1m.
+	Window Duration `env:"WINDOW, default=1m"`
+	// ConfigFile is the config file. --config.file, KNEEWATCH_CONFIG.
+	// Default kneewatch.yml.
+	ConfigFile string `env:"CONFIG, default=kneewatch.yml"`
+	// WebConfigFile is an exporter-toolkit web config (TLS, basic auth) for
+	// the listener; empty serves plain HTTP. --web.config.file,
+	// KNEEWATCH_WEB_CONFIG_FILE.
+	WebConfigFile string `env:"WEB_CONFIG_FILE"`
+
+	// origin says where each setting came from, by flag name, for errors.
+	origin map[string]string
+}
+
+// setting ties a Settings field to its flag and environment variable.
+type setting struct {
+	flag  string // flag name without dashes
+	field string // Settings field name
+	usage string
+}
+
+// settingsTable lists every setting, in the order flags are registered.
+func settingsTable() []setting {
+	return []setting{
+		{"web.listen-address", "ListenAddress", "address to serve /metrics on"},
+		{"web.config.file", "WebConfigFile", "exporter-toolkit web config file enabling TLS or basic auth"},
+		{"config.file", "ConfigFile", "kneewatch config file"},
+		{"log.level", "LogLevel", "log level: debug, info, warn or error"},
+		{"log.format", "LogFormat", "log format: logfmt or json"},
+		{"evaluation.interval", "EvaluationInterval", "how often targets are scraped and evaluated"},
+		{"evaluation.window", "Window", "span of rates and quantiles (at least two evaluation intervals)"},
+	}
+}
+
+// envName returns the environment variable of a Settings field.
+func (s setting) envName() string {
+	f, _ := reflect.TypeFor[Settings]().FieldByName(s.field)
+	key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+	return EnvPrefix + key
+}
+
+// DefaultSettings returns the settings with no flag and no environment.
+func DefaultSettings() Settings {
+	s, err := loadSettings(context.Background(), envconfig.MapLookuper(nil), nil)
+	if err != nil {
+		// The defaults are constants checked by tests; this cannot happen.
+		panic(err)
+	}
+	return s
+}
+
+// RegisterFlags defines one string flag per setting on fs, showing the
+// default and the environment variable in the help. Values are applied by
+// LoadSettings only when the user set them (see SetFlags), so environment
+// variables keep working under flag defaults.
+func RegisterFlags(fs *flag.FlagSet) {
+	d := DefaultSettings()
+	for _, s := range settingsTable() {
+		fs.String(s.flag, d.get(s.field), fmt.Sprintf("%s (env %s)", s.usage, s.envName()))
+	}
+}
+
+// SetFlags returns the settings flags the user set on the command line, by
+// name, with their values: what LoadSettings takes.
+func SetFlags(fs *flag.FlagSet) map[string]string {
+	known := map[string]bool{}
+	for _, s := range settingsTable() {
+		known[s.flag] = true
+	}
+	set := map[string]string{}
+	fs.Visit(func(f *flag.Flag) {
+		if known[f.Name] {
+			set[f.Name] = f.Value.String()
+		}
+	})
+	return set
+}
+
+// LoadSettings builds the settings from defaults, then KNEEWATCH_*
+// environment variables, then flags (flag name → value, only those the user
+// set; SetFlags gives exactly that), and validates them. Typical use:
+//
+//	config.RegisterFlags(fs)
+//	if err := fs.Parse(args); err != nil { … }
+//	settings, err := config.LoadSettings(ctx, config.SetFlags(fs))
+func LoadSettings(ctx context.Context, flags map[string]string) (Settings, error) {
+	return LoadSettingsFrom(ctx, envconfig.OsLookuper(), flags)
+}
+
+// LoadSettingsFrom is LoadSettings with the environment read through env
+// (unprefixed names are looked up with EnvPrefix added).
+func LoadSettingsFrom(ctx context.Context, env envconfig.Lookuper, flags map[string]string) (Settings, error) {
+	s, err := loadSettings(ctx, env, flags)
+	if err != nil {
+		return Settings{}, err
+	}
+	if err := s.Validate(); err != nil {
+		return Settings{}, err
+	}
+	return s, nil
+}
+
+func loadSettings(ctx context.Context, env envconfig.Lookuper, flags map[string]string) (Settings, error) {
+	var s Settings
+	prefixed := envconfig.PrefixLookuper(EnvPrefix, env)
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &s, Lookuper: prefixed}); err != nil {
+		return Settings{}, envError(err)
+	}
+	s.origin = map[string]string{}
+	byFlag := map[string]setting{}
+	for _, st := range settingsTable() {
+		byFlag[st.flag] = st
+		if _, ok := prefixed.Lookup(strings.TrimPrefix(st.envName(), EnvPrefix)); ok {
+			s.origin[st.flag] = st.envName()
+		}
+	}
+	for name, value := range flags {
+		st, ok := byFlag[name]
+		if !ok {
+			return Settings{}, fmt.Errorf("--%s is not a settings flag", name)
+		}
+		if err := s.set(st.field, value); err != nil {
+			return Settings{}, fmt.Errorf("--%s: %w", name, err)
+		}
+		s.origin[name] = "--" + name
+	}
+	return s, nil
+}
+
+// envError names the environment variable in an envconfig error, which
+// names only the Go field ("EvaluationInterval: …").
+func envError(err error) error {
+	inner := errors.Unwrap(err)
+	for _, st := range settingsTable() {
+		if inner != nil && strings.HasPrefix(err.Error(), st.field+": ") {
+			return fmt.Errorf("%s: %w", st.envName(), inner)
+		}
+	}
+	return fmt.Errorf("environment: %w", err)
+}
+
+// get returns a setting's value as a flag would show it.
+func (s Settings) get(field string) string {
+	v := reflect.ValueOf(s).FieldByName(field)
+	if d, ok := v.Interface().(Duration); ok {
+		return d.String()
+	}
+	return v.String()
+}
+
+// set parses value into a setting.
+func (s *Settings) set(field, value string) error {
+	v := reflect.ValueOf(s).Elem().FieldByName(field)
+	if d, ok := v.Addr().Interface().(*Duration); ok {
+		return d.UnmarshalText([]byte(value))
+	}
+	v.SetString(value)
+	return nil
+}
+
+// source names where a setting came from: "--log.format" or
+// "KNEEWATCH_LOG_FORMAT"; for settings built in code or left at their
+// default, both.
+func (s Settings) source(flagName string) string {
+	if o, ok := s.origin[flagName]; ok {
+		return o
+	}
+	for _, st := range settingsTable() {
+		if st.flag == flagName {
+			return "--" + st.flag + " / " + st.envName()
+		}
+	}
+	return flagName
+}
+
+// Validate checks every setting; each error names the flag or environment
+// variable the bad value came from.
+func (s Settings) Validate() error {
+	var p problems
+	if _, port, err := net.SplitHostPort(s.ListenAddress); err != nil {
+		p.add(s.source("web.listen-address"), "%q is not a listen address (want host:port or :port): %v", s.ListenAddress, err)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		p.add(s.source("web.listen-address"), "%q has no valid port (want host:port or :port, e.g. %s)", s.ListenAddress, DefaultListenAddress)
+	}
+	if err := promslog.NewLevel().Set(s.LogLevel); err != nil {
+		p.add(s.source("log.level"), "unknown log level %q (want debug, info, warn or error)", s.LogLevel)
+	}
+	if err := promslog.NewFormat().Set(s.LogFormat); err != nil {
+		p.add(s.source("log.format"), "unknown log format %q (want logfmt or json)", s.LogFormat)
+	}
+	if s.EvaluationInterval <= 0 {
+		p.add(s.source("evaluation.interval"), "must be above 0, got %s", s.EvaluationInterval)
+	}
+	if s.EvaluationInterval > 0 && s.Window < 2*s.EvaluationInterval {
+		p.add(s.source("evaluation.window"), "%s is shorter than two evaluation intervals (%s): a rate needs two samples in the window", s.Window, 2*s.EvaluationInterval)
+	}
+	if s.ConfigFile == "" {
+		p.add(s.source("config.file"), "empty: name the kneewatch config file")
+	}
+	if s.WebConfigFile != "" {
+		if err := web.Validate(s.WebConfigFile); err != nil {
+			p.add(s.source("web.config.file"), "%v", err)
+		}
+	}
+	return p.err()
+}
+
+// Logger returns the slog logger the settings ask for, writing to w.
+// Call it on validated settings; an unknown level falls back to info.
+func (s Settings) Logger(w io.Writer) *slog.Logger {
+	level := promslog.NewLevel()
+	_ = level.Set(s.LogLevel)
+	format := promslog.NewFormat()
+	_ = format.Set(s.LogFormat)
+	return promslog.New(&promslog.Config{Level: level, Format: format, Writer: w})
+}
+
+// WebFlagConfig returns exporter-toolkit's listener settings for
+// web.ListenAndServe.
+func (s Settings) WebFlagConfig() *web.FlagConfig {
+	addrs := []string{s.ListenAddress}
+	file := s.WebConfigFile
+	systemd := false
+	return &web.FlagConfig{WebListenAddresses: &addrs, WebConfigFile: &file, WebSystemdSocket: &systemd}
+}

@@ -1,0 +1,83 @@
+package config
+
+import (
+	"net/url"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// URL is an absolute URL from the config file. It prints with any password
+// masked, so logging a target never leaks one; use u.URL.String() for the
+// request itself.
+type URL struct {
+	*url.URL
+}
+
+// ParseURL parses s; it is meant for tests and for code that builds a Config.
+func ParseURL(s string) (URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return URL{}, err
+	}
+	return URL{u}, nil
+}
+
+// IsZero reports whether no URL was given; YAML's omitempty uses it.
+func (u URL) IsZero() bool { return u.URL == nil }
+
+// String returns the URL with any password replaced by "xxxxx".
+func (u URL) String() string {
+	if u.URL == nil {
+		return ""
+	}
+	return u.URL.Redacted()
+}
+
+// UnmarshalYAML parses the URL; a malformed one is an error naming its line.
+func (u *URL) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return lineError(n, "want a URL, got a %s", kindName(n))
+	}
+	if n.Value == "" {
+		*u = URL{}
+		return nil
+	}
+	p, err := url.Parse(n.Value)
+	if err != nil {
+		// url.Error repeats the whole URL, which may hold a password; keep only the reason.
+		reason := err
+		if ue, ok := err.(*url.Error); ok {
+			reason = ue.Err
+		}
+		return lineError(n, "not a URL: %v", reason)
+	}
+	*u = URL{p}
+	return nil
+}
+
+// MarshalYAML writes the URL with any password masked.
+func (u URL) MarshalYAML() (any, error) {
+	if u.URL == nil {
+		return nil, nil
+	}
+	return u.String(), nil
+}
+
+// validateHTTPURL checks that u is an absolute http or https URL with a host
+// and without credentials, which belong in http_client where they are masked.
+func validateHTTPURL(u URL, path string, p *problems) {
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		if u.Scheme == "" {
+			p.add(path, "%q has no scheme (want http:// or https://)", u.String())
+		} else {
+			p.add(path, "scheme %q is not supported (want http or https)", u.Scheme)
+		}
+	case u.Host == "":
+		p.add(path, "%q has no host", u.String())
+	case u.User != nil:
+		p.add(path, "%s carries credentials; put them in http_client (basic_auth with password_file, or authorization) instead", u.String())
+	case u.Fragment != "":
+		p.add(path, "%q has a #fragment, which HTTP requests never send", u.String())
+	}
+}
