@@ -128,7 +128,7 @@ func NormalizeDCGM(families map[string]*dto.MetricFamily) (DCGMSnapshot, error) 
 				d.Problems = append(d.Problems, Problem{Metric: f.name, Reason: fmt.Sprintf("gpu %s has value %v; dropped", gpuName(labels), v)})
 				continue
 			case v >= dcgmSentinelFloor:
-				d.Problems = append(d.Problems, Problem{Metric: f.name, Reason: fmt.Sprintf("gpu %s reports DCGM sentinel %s (blank or not supported); dropped", gpuName(labels), strconv.FormatFloat(v, 'f', -1, 64))})
+				d.Problems = append(d.Problems, Problem{Metric: f.name, Reason: fmt.Sprintf("gpu %s reports DCGM sentinel %s (blank or not supported); dropped", gpuName(labels), strconv.FormatFloat(v, 'f', 0, 64))})
 				continue
 			}
 			g := byKey[labels]
