@@ -3,10 +3,93 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/sim"
+	"github.com/kneewatch/kneewatch/workload"
 )
 
-// runSimKnee is written by the simulator core work (ground truth).
+// runSimKnee prints the simulator's true knee profile for a preset and
+// workload: `kneewatch sim knee --preset P --workload W --slo-ttft D --slo-tpot D`.
 func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("sim knee: not implemented yet")
+	fs := flag.NewFlagSet("sim knee", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	preset := fs.String("preset", "llama-3.1-8b-h100", "simulator preset: "+strings.Join(sim.PresetNames(), ", "))
+	presetFile := fs.String("preset-file", "", "YAML file overriding fields of --preset (strict: unknown keys are errors)")
+	wl := fs.String("workload", "chat", "workload: a preset ("+strings.Join(workload.PresetNames(), ", ")+
+		"), a mix .yaml file, or a .jsonl/.csv trace")
+	sloTTFT := fs.Duration("slo-ttft", 0, "TTFT threshold at --slo-quantile, e.g. 500ms (required)")
+	sloTPOT := fs.Duration("slo-tpot", 0, "TPOT threshold at --slo-quantile, e.g. 30ms (required)")
+	quantile := fs.Float64("slo-quantile", 0.99, "SLO quantile, in (0,1)")
+	speed := fs.Float64("speed", 1, "make the simulated GPU K times faster: every latency is divided by K, so give\n"+
+		"SLOs divided by K too; the knee at speed K with SLOs/K equals the knee at speed 1 with the\n"+
+		"original SLOs, and the profile's throughputs are K times higher")
+	maxC := fs.Int("max-concurrency", 256, "highest concurrency of the doubling sweep")
+	seed := fs.Uint64("seed", 1, "seed of the workload draws; the same inputs and seed give the same knee")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: kneewatch sim knee --slo-ttft D --slo-tpot D [flags]")
+		fmt.Fprintln(stderr, "\nRuns the simulator closed-loop in virtual time at concurrency 1, 2, 4, … and bisects to")
+		fmt.Fprintln(stderr, "the largest concurrency meeting both SLO quantiles; prints the knee profile as YAML.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("sim knee: unexpected arguments %q", fs.Args())
+	}
+	switch {
+	case *sloTTFT <= 0:
+		return errors.New("sim knee: --slo-ttft is required and must be > 0 (e.g. 500ms)")
+	case *sloTPOT <= 0:
+		return errors.New("sim knee: --slo-tpot is required and must be > 0 (e.g. 30ms)")
+	case !(*quantile > 0 && *quantile < 1):
+		return fmt.Errorf("sim knee: --slo-quantile must be in (0,1), got %v", *quantile)
+	case !(*speed > 0):
+		return fmt.Errorf("sim knee: --speed must be > 0, got %v", *speed)
+	case *maxC < 1:
+		return fmt.Errorf("sim knee: --max-concurrency must be ≥ 1, got %d", *maxC)
+	}
+
+	p, err := sim.LoadPreset(*preset)
+	if err != nil {
+		return fmt.Errorf("sim knee: --preset: %w", err)
+	}
+	if *presetFile != "" {
+		if p, err = p.OverrideFile(*presetFile); err != nil {
+			return fmt.Errorf("sim knee: --preset-file: %w", err)
+		}
+	}
+	gen, err := workload.Resolve(*wl, *seed)
+	if err != nil {
+		return fmt.Errorf("sim knee: --workload: %w", err)
+	}
+	prof, err := sim.FindKnee(ctx, sim.KneeConfig{
+		Engine:         sim.Config{Preset: p, Speed: *speed},
+		Workload:       gen,
+		SLO:            knee.SLO{TTFT: knee.Duration(*sloTTFT), TPOT: knee.Duration(*sloTPOT), Quantile: *quantile},
+		MaxConcurrency: *maxC,
+		Seed:           *seed,
+		Clock:          time.Now,
+	})
+	if err != nil {
+		return fmt.Errorf("sim knee: %w", err)
+	}
+	if prof.Metadata.Partial {
+		fmt.Fprintf(stderr, "sim knee: warning: every level up to --max-concurrency %d met the SLO; the knee is at least %d (profile marked partial)\n", *maxC, *maxC)
+	}
+	enc := yaml.NewEncoder(stdout)
+	enc.SetIndent(2)
+	if err := enc.Encode(prof); err != nil {
+		return fmt.Errorf("sim knee: writing the profile: %w", err)
+	}
+	return enc.Close()
 }

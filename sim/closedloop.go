@@ -1,0 +1,254 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/workload"
+)
+
+// LevelConfig is one closed-loop measurement: Concurrency clients, each
+// sending its next request the moment the previous one finishes.
+type LevelConfig struct {
+	Engine      Config
+	Workload    *workload.Generator
+	Concurrency int
+	SLO         knee.SLO
+
+	// WarmupRequests completions are discarded before the window opens;
+	// 0 means max(50, 3 × Concurrency), enough for every client to turn over
+	// a few times so the synchronised start (all prompts arriving at once)
+	// has washed out.
+	WarmupRequests int
+	// WindowRequests completions make the steady-state window; 0 means
+	// max(200, 4 × Concurrency). 200 is the least that gives a p99 from
+	// interpolation between the 2nd and 3rd slowest requests instead of the
+	// single worst one, which would jump from run to run. Higher concurrency
+	// needs more, so that every client contributes several requests and the
+	// mix's long tail is sampled at every slot.
+	WindowRequests int
+}
+
+// Level is a measured level: the profile point plus the raw requests of the
+// window, for tests and reports.
+type Level struct {
+	Point knee.Point
+	// Window lists the requests that finished in the steady-state window.
+	Window []*Request
+	// Duration is the window's length in engine time.
+	Duration time.Duration
+	// Clamped counts requests whose prompt or output was cut to fit max_model_len.
+	Clamped int
+}
+
+// RunLevel runs the engine in virtual time at a fixed concurrency and
+// measures the steady-state window. Throughput is the output tokens the
+// engine produced in the window divided by its length; goodput weights it by
+// the share of tokens from window requests meeting both the TTFT and the
+// TPOT threshold (a single-token request has no TPOT and is judged on TTFT).
+// MeetsSLO holds when the SLO quantile of TTFT and of TPOT over the window
+// are within the thresholds. KV usage, running and waiting are time-weighted
+// means over the window's steps.
+func RunLevel(ctx context.Context, cfg LevelConfig) (Level, error) {
+	if cfg.Concurrency < 1 {
+		return Level{}, fmt.Errorf("concurrency must be ≥ 1, got %d", cfg.Concurrency)
+	}
+	if cfg.Workload == nil {
+		return Level{}, errors.New("no workload generator")
+	}
+	if err := validateSLO(cfg.SLO); err != nil {
+		return Level{}, err
+	}
+	e, err := NewEngine(cfg.Engine)
+	if err != nil {
+		return Level{}, err
+	}
+	warm := cfg.WarmupRequests
+	if warm <= 0 {
+		warm = max(50, 3*cfg.Concurrency)
+	}
+	window := cfg.WindowRequests
+	if window <= 0 {
+		window = max(1000, 16*cfg.Concurrency)
+	}
+
+	var (
+		lv      Level
+		nextID  uint64
+		now     = time.Unix(0, 0).UTC()
+		maxLen  = e.p.MaxModelLen
+		clamped int
+	)
+	submit := func(at time.Time) error {
+		w := cfg.Workload.Next()
+		prompt, output, cut := fitModelLen(w.PromptTokens, w.OutputTokens, maxLen)
+		if cut {
+			clamped++
+		}
+		nextID++
+		return e.Submit(&Request{ID: nextID, PromptTokens: prompt, MaxTokens: output, Arrival: at})
+	}
+	for range cfg.Concurrency {
+		if err := submit(now); err != nil {
+			return Level{}, err
+		}
+	}
+
+	var (
+		done                      int
+		start                     time.Time // window start: time of the warm-th completion
+		inWindow                  bool
+		kvArea, runArea, waitArea float64 // ∫ x dt over the window, in x·seconds
+		preemptions               int
+		tokens                    int // output tokens produced in the window
+		// A request alone needs at most max_model_len steps; four times that
+		// for every request of the run means the engine stopped making progress.
+		maxSteps = 4 * (warm + window + cfg.Concurrency) * maxLen
+	)
+	for steps := 0; ; steps++ {
+		if steps%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return Level{}, err
+			}
+		}
+		if steps > maxSteps {
+			return Level{}, fmt.Errorf("concurrency %d: no progress after %d steps", cfg.Concurrency, steps)
+		}
+		res := e.Step(now)
+		if res.Duration <= 0 {
+			return Level{}, fmt.Errorf("concurrency %d: engine stalled with %d waiting", cfg.Concurrency, e.State().Waiting)
+		}
+		now = res.End
+		if inWindow {
+			st := e.State()
+			dt := res.Duration.Seconds()
+			kvArea += st.KVUsage * dt
+			runArea += float64(st.Running) * dt
+			waitArea += float64(st.Waiting) * dt
+			preemptions += len(res.Preempted)
+			tokens += len(res.Tokens)
+		}
+		for _, r := range res.Finished {
+			done++
+			switch {
+			case done == warm:
+				start, inWindow = now, true
+			case inWindow:
+				lv.Window = append(lv.Window, r)
+			}
+			if err := submit(now); err != nil {
+				return Level{}, err
+			}
+		}
+		if inWindow && len(lv.Window) >= window {
+			break
+		}
+	}
+	lv.Duration = now.Sub(start)
+	lv.Clamped = clamped
+	sec := lv.Duration.Seconds()
+	lv.Point = summarize(lv.Window, float64(tokens)/sec, sec, cfg.SLO)
+	lv.Point.Concurrency = float64(cfg.Concurrency)
+	lv.Point.KVCacheUsage = min(kvArea/sec, 1)
+	lv.Point.Running = runArea / sec
+	lv.Point.Waiting = waitArea / sec
+	lv.Point.PreemptionsPerSecond = float64(preemptions) / sec
+	tidy(&lv.Point)
+	return lv, nil
+}
+
+// tidy rounds a point's figures for people reading the profile: latencies
+// to the nanosecond (the engine's resolution, so a p99 at or under a
+// threshold stays so), rates to a thousandth, means to a millionth.
+func tidy(pt *knee.Point) {
+	for _, x := range []*float64{&pt.TTFT.P50, &pt.TTFT.P99, &pt.TPOT.P50, &pt.TPOT.P99} {
+		*x = math.Round(*x*1e9) / 1e9
+	}
+	for _, x := range []*float64{&pt.RequestsPerSecond, &pt.OutputTokensPerSecond, &pt.GoodputTokensPerSecond, &pt.PreemptionsPerSecond} {
+		*x = math.Round(*x*1e3) / 1e3
+	}
+	for _, x := range []*float64{&pt.KVCacheUsage, &pt.Running, &pt.Waiting} {
+		*x = math.Round(*x*1e6) / 1e6
+	}
+}
+
+// fitModelLen cuts a drawn request to fit max_model_len the way a client
+// that respects the limit would: output first (max_tokens = what is left),
+// then the prompt (truncated), keeping at least one output token.
+func fitModelLen(prompt, output, maxLen int) (int, int, bool) {
+	if prompt+output <= maxLen {
+		return prompt, output, false
+	}
+	prompt = min(prompt, maxLen-1)
+	return prompt, maxLen - prompt, true
+}
+
+// summarize computes the point's rates, quantiles and SLO verdict from the
+// window's requests and the output token rate the engine produced in it.
+// Goodput is that rate times the share of the finished requests' tokens that
+// belong to requests meeting both thresholds: the same expectation as
+// counting good tokens directly, with the lower variance of the step-level
+// token count, and never above the throughput.
+func summarize(window []*Request, tokensPerSec, sec float64, slo knee.SLO) knee.Point {
+	ttfts := make([]float64, 0, len(window))
+	tpots := make([]float64, 0, len(window))
+	var tokens, good int
+	for _, r := range window {
+		ttft := r.TTFT().Seconds()
+		ttfts = append(ttfts, ttft)
+		ok := ttft <= slo.TTFT.Seconds()
+		if tpot, has := r.TPOT(); has {
+			tpots = append(tpots, tpot.Seconds())
+			ok = ok && tpot.Seconds() <= slo.TPOT.Seconds()
+		}
+		tokens += r.Generated
+		if ok {
+			good += r.Generated
+		}
+	}
+	slices.Sort(ttfts)
+	slices.Sort(tpots)
+	pt := knee.Point{
+		Requests:               len(window),
+		RequestsPerSecond:      float64(len(window)) / sec,
+		OutputTokensPerSecond:  tokensPerSec,
+		GoodputTokensPerSecond: tokensPerSec * float64(good) / float64(max(tokens, 1)),
+		TTFT:                   knee.Quantiles{P50: quantile(ttfts, 0.5), P99: quantile(ttfts, 0.99)},
+		TPOT:                   knee.Quantiles{P50: quantile(tpots, 0.5), P99: quantile(tpots, 0.99)},
+	}
+	pt.MeetsSLO = quantile(ttfts, slo.Quantile) <= slo.TTFT.Seconds() &&
+		quantile(tpots, slo.Quantile) <= slo.TPOT.Seconds()
+	return pt
+}
+
+// quantile of sorted values, interpolating linearly between order
+// statistics (the "R-7" definition, as numpy's default); 0 for no values.
+func quantile(sorted []float64, q float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	h := q * float64(n-1)
+	i := int(h)
+	if i >= n-1 {
+		return sorted[n-1]
+	}
+	return sorted[i] + (h-float64(i))*(sorted[i+1]-sorted[i])
+}
+
+func validateSLO(slo knee.SLO) error {
+	switch {
+	case slo.TTFT <= 0:
+		return fmt.Errorf("SLO TTFT threshold must be > 0, got %s", slo.TTFT.D())
+	case slo.TPOT <= 0:
+		return fmt.Errorf("SLO TPOT threshold must be > 0, got %s", slo.TPOT.D())
+	case !(slo.Quantile > 0 && slo.Quantile < 1):
+		return fmt.Errorf("SLO quantile must be in (0,1), got %v", slo.Quantile)
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+package sim
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/workload"
+)
+
+// KneeConfig configures FindKnee.
+type KneeConfig struct {
+	Engine   Config
+	Workload *workload.Generator
+	SLO      knee.SLO
+	// MaxConcurrency ends the doubling sweep; 0 means 256.
+	MaxConcurrency int
+	// Seed makes the run reproducible: level c draws its requests from
+	// Workload.WithSeed(a value derived from Seed and c), so a level's result
+	// does not depend on which levels ran before it.
+	Seed uint64
+	// WarmupRequests and WindowRequests are passed to every level (0 = RunLevel's defaults).
+	WarmupRequests, WindowRequests int
+	// Clock stamps the profile's creation and sweep times; nil means time.Now.
+	// Only those stamps use it: the sweep itself runs in virtual time.
+	Clock func() time.Time
+}
+
+// ErrSLOUnreachable is returned (with the profile of what was measured) when
+// even concurrency 1 breaks the SLO.
+var ErrSLOUnreachable = errors.New("the SLO is not met even at concurrency 1")
+
+// FindKnee measures the simulator's true knee in virtual time: it runs
+// closed-loop levels 1, 2, 4, … up to MaxConcurrency, stopping one level
+// past the first that breaks the SLO (so the profile shows the flattening),
+// then bisects between the last good and the first bad level down to
+// integer concurrency. The knee is the largest concurrency found meeting
+// both SLO percentiles: it meets the SLO and knee+1 does not (unless the knee
+// is MaxConcurrency, in which case the profile is marked partial because the
+// true knee may lie beyond). The same inputs always give the same profile,
+// except for the wall-clock stamps from Clock.
+//
+// The knee's limiting resource is kv_cache when its KV usage is at least
+// 0.9 or it preempted, else compute.
+func FindKnee(ctx context.Context, cfg KneeConfig) (knee.Profile, error) {
+	clock := cfg.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	maxC := cfg.MaxConcurrency
+	if maxC == 0 {
+		maxC = 256
+	}
+	if maxC < 1 {
+		return knee.Profile{}, fmt.Errorf("max concurrency must be ≥ 1, got %d", maxC)
+	}
+	if cfg.Workload == nil {
+		return knee.Profile{}, errors.New("no workload generator")
+	}
+	if err := validateSLO(cfg.SLO); err != nil {
+		return knee.Profile{}, err
+	}
+	if err := cfg.Engine.Preset.Validate(); err != nil {
+		return knee.Profile{}, err
+	}
+	started := clock()
+
+	points := map[int]knee.Point{}
+	var levels []int
+	run := func(c int) (bool, error) {
+		if pt, ok := points[c]; ok {
+			return pt.MeetsSLO, nil
+		}
+		lv, err := RunLevel(ctx, LevelConfig{
+			Engine:         cfg.Engine,
+			Workload:       cfg.Workload.WithSeed(levelSeed(cfg.Seed, c)),
+			Concurrency:    c,
+			SLO:            cfg.SLO,
+			WarmupRequests: cfg.WarmupRequests,
+			WindowRequests: cfg.WindowRequests,
+		})
+		if err != nil {
+			return false, fmt.Errorf("concurrency %d: %w", c, err)
+		}
+		points[c] = lv.Point
+		levels = append(levels, c)
+		return lv.Point.MeetsSLO, nil
+	}
+
+	// Doubling sweep: lo is the last good level, hi the first bad one.
+	var sweep []int
+	for c := 1; c < maxC; c *= 2 {
+		sweep = append(sweep, c)
+	}
+	sweep = append(sweep, maxC)
+	lo, hi := 0, 0
+	for _, c := range sweep {
+		ok, err := run(c)
+		if err != nil {
+			return knee.Profile{}, err
+		}
+		if hi > 0 {
+			break // that was the one level past the break
+		}
+		if ok {
+			lo = c
+		} else {
+			hi = c
+		}
+	}
+
+	// Bisection to integer concurrency.
+	for hi > 0 && hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := run(mid)
+		if err != nil {
+			return knee.Profile{}, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+
+	info := cfg.Workload.Info()
+	p := knee.Profile{
+		APIVersion: knee.APIVersion,
+		Kind:       knee.Kind,
+		Metadata: knee.Metadata{
+			Name:      cfg.Engine.Preset.Name + "-" + info.Mix.Name,
+			CreatedAt: started.UTC(),
+			Partial:   hi == 0,
+		},
+		Match: knee.Match{
+			Model:  cfg.Engine.Preset.Model,
+			GPU:    cfg.Engine.Preset.GPU,
+			Engine: "vllm", // the simulator speaks vLLM's API and metrics
+		},
+		SLO: cfg.SLO,
+		Workload: knee.WorkloadInfo{
+			Mix:              info.Mix,
+			Source:           info.Source,
+			MeanPromptTokens: info.MeanPromptTokens,
+			MeanOutputTokens: info.MeanOutputTokens,
+		},
+		Sweep: knee.SweepInfo{
+			Tool:       "kneewatch sim knee",
+			Target:     cfg.Engine.Preset.Name,
+			StartedAt:  started.UTC(),
+			FinishedAt: clock().UTC(),
+			Levels:     levels,
+		},
+	}
+	for _, pt := range points {
+		p.Points = append(p.Points, pt)
+	}
+	slices.SortFunc(p.Points, func(a, b knee.Point) int { return cmp.Compare(a.Concurrency, b.Concurrency) })
+	if lo == 0 {
+		return p, fmt.Errorf("%w: p%g TTFT %.3fs (SLO %s), p%g TPOT %.4fs (SLO %s)", ErrSLOUnreachable,
+			cfg.SLO.Quantile*100, points[1].TTFT.P99, cfg.SLO.TTFT.D(), cfg.SLO.Quantile*100, points[1].TPOT.P99, cfg.SLO.TPOT.D())
+	}
+	at := points[lo]
+	p.Knee = knee.Knee{
+		Concurrency:            at.Concurrency,
+		OutputTokensPerSecond:  at.OutputTokensPerSecond,
+		GoodputTokensPerSecond: at.GoodputTokensPerSecond,
+		KVCacheUsage:           at.KVCacheUsage,
+		LimitingResource:       limitingResource(at),
+	}
+	return p, nil
+}
+
+// kvBound is the KV usage from which a knee counts as KV-limited.
+const kvBound = 0.9
+
+func limitingResource(pt knee.Point) knee.Resource {
+	if pt.KVCacheUsage >= kvBound || pt.PreemptionsPerSecond > 0 {
+		return knee.ResourceKVCache
+	}
+	return knee.ResourceCompute
+}
+
+// levelSeed derives a level's workload seed from the run's seed, so every
+// level has its own reproducible stream (splitmix64 finaliser).
+func levelSeed(seed uint64, c int) uint64 {
+	z := seed + uint64(c)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
