@@ -154,8 +154,10 @@ type Result struct {
 //     makes fewer tokens at a load than its profile did is slower (a
 //     throttled GPU) or serving heavier requests (longer prompts), and its
 //     knee has moved down about in proportion: with per-step time scaled by
-//     1/s, throughput at a load scales by s and the TPOT-bound knee moves
-//     to about s × the profiled one.
+//     1/s, throughput at a load scales by s and a TPOT-bound knee moves
+//     to about s × the profiled one (a little lower when the fixed per-step
+//     cost is a large part of the TPOT threshold). It also reads heavier
+//     traffic (longer prompts per output token) as a lower knee.
 //
 // Goodput is output tokens/s × min(TTFT attainment, TPOT attainment). vLLM's
 // bench counts goodput as the tokens of requests that met every SLO; the

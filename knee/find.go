@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -47,16 +48,17 @@ func FindFromPoints(points []Point, slo SLO) (Knee, error) {
 // linear interpolation, margin = the larger of p99 TTFT ÷ TTFT threshold and
 // p99 TPOT ÷ TPOT threshold. Throughput, goodput, KV usage and preemptions
 // at the knee are interpolated the same way, and the limiting resource is
-// judged on those values. It returns the measured knee unchanged when the
+// judged on those values. The result is a knee between two sweep points,
+// which Validate accepts. It returns the measured knee unchanged when the
 // SLO quantile is not 0.99 (points record only p50 and p99), when no point
-// breaks the SLO, or when the margins do not bracket 1 (the recorded p99s
-// disagree with MeetsSLO).
+// breaks the SLO, or when the first bad point's p99s are within the
+// thresholds (it failed for another reason, such as errors).
 func FindInterpolated(points []Point, slo SLO) (Knee, error) {
 	sorted, k, err := lastGood(points, slo)
 	if err != nil {
 		return Knee{}, err
 	}
-	if k == len(sorted)-1 || slo.Quantile != 0.99 || slo.TTFT <= 0 || slo.TPOT <= 0 {
+	if k == len(sorted)-1 || !isP99(slo.Quantile) || slo.TTFT <= 0 || slo.TPOT <= 0 {
 		return kneeAt(sorted[k]), nil
 	}
 	good, bad := sorted[k], sorted[k+1]
@@ -119,9 +121,12 @@ func meetsSLO(pt *Point, slo SLO) bool {
 	if !pt.MeetsSLO {
 		return false
 	}
-	if slo.Quantile != 0.99 {
+	if !isP99(slo.Quantile) {
 		return true
 	}
 	return (slo.TTFT <= 0 || pt.TTFT.P99 <= slo.TTFT.Seconds()) &&
 		(slo.TPOT <= 0 || pt.TPOT.P99 <= slo.TPOT.Seconds())
 }
+
+// isP99 reports whether q is the 0.99 quantile, the one points record.
+func isP99(q float64) bool { return math.Abs(q-0.99) < 1e-9 }

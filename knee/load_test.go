@@ -205,3 +205,16 @@ func TestDurationDecodesGoDurationText(t *testing.T) {
 		t.Errorf("MarshalText(250ms) = %q", b)
 	}
 }
+
+func TestParseNamesTheParentOfABadValueInAFlowMapping(t *testing.T) {
+	data, err := os.ReadFile("testdata/valid.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(data), "{p50: 0.013, p99: 0.024}", "{p50: fast, p99: 0.024}", 1)
+	_, err = Parse([]byte(bad), "")
+	want := "line 60: points[1].ttftSeconds: cannot unmarshal !!str `fast` into float64"
+	if err == nil || err.Error() != want {
+		t.Errorf("Parse error\n got: %v\nwant: %s", err, want)
+	}
+}

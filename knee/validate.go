@@ -45,6 +45,9 @@ func (e *ValidationError) Error() string {
 //     (an interpolated knee), its output throughput is > 0 and its limiting
 //     resource is a known one.
 func (p *Profile) Validate() error {
+	if p == nil {
+		return &ValidationError{Errors: []*FieldError{{Field: "profile", Message: "missing"}}}
+	}
 	var v validator
 	if p.APIVersion != APIVersion {
 		v.add("apiVersion", "must be %q, got %q", APIVersion, p.APIVersion)
