@@ -101,14 +101,15 @@ func DefaultAlerts() Alerts {
 
 func (a Alerts) validate(p *problems) {
 	const path = "alerts"
-	if !(a.HeadroomLow.Below > 0 && a.HeadroomLow.Below < 1) {
+	lowOK := a.HeadroomLow.Below > 0 && a.HeadroomLow.Below < 1
+	if !lowOK {
 		p.add(path+".headroom_low.below", "%v is outside (0, 1)", a.HeadroomLow.Below)
 	}
 	e := a.HeadroomExhausted
 	switch {
 	case !(e.Below >= 0 && e.Below < 1):
 		p.add(path+".headroom_exhausted.below", "%v is outside [0, 1)", e.Below)
-	case e.Below >= a.HeadroomLow.Below:
+	case lowOK && e.Below >= a.HeadroomLow.Below:
 		p.add(path+".headroom_exhausted.below", "%v must be under headroom_low.below (%v): the page is the more urgent alert", e.Below, a.HeadroomLow.Below)
 	}
 	if e.PredictWindow <= 0 {

@@ -34,4 +34,3 @@ func validateLabelNames(labels map[string]string, reserved []string, why, path s
 		}
 	}
 }
-

@@ -106,8 +106,9 @@ func (pr Probes) validate(p *problems) {
 }
 
 // APIKey reads the probe API key from api_key_file or api_key_env, at call
-// time so a rotated key is picked up. It returns "" when neither is set. The
-// key comes back as a Secret, which prints as <secret>; errors never hold it.
+// time so a rotated key is picked up. It returns "" when neither is set.
+// Errors never hold the key. The Secret type masks it in YAML and JSON, not
+// in fmt or slog: never log the value.
 func (pr Probes) APIKey() (commonconfig.Secret, error) {
 	switch {
 	case pr.APIKeyFile != "":
@@ -130,4 +131,3 @@ func (pr Probes) APIKey() (commonconfig.Secret, error) {
 		return "", nil
 	}
 }
-

@@ -267,3 +267,14 @@ func (s Settings) WebFlagConfig() *web.FlagConfig {
 	systemd := false
 	return &web.FlagConfig{WebListenAddresses: &addrs, WebConfigFile: &file, WebSystemdSocket: &systemd}
 }
+
+// CheckSettings reports config values that conflict with the process
+// settings: a scrape timeout must be shorter than the evaluation interval,
+// or scrapes of one evaluation would overlap the next.
+func (c *Config) CheckSettings(s Settings) error {
+	var p problems
+	if c.Global.ScrapeTimeout >= s.EvaluationInterval {
+		p.add("global.scrape_timeout", "%s must be shorter than the evaluation interval (%s, from %s)", c.Global.ScrapeTimeout, s.EvaluationInterval, s.source("evaluation.interval"))
+	}
+	return p.err()
+}

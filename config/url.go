@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/url"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -44,6 +45,9 @@ func (u *URL) UnmarshalYAML(n *yaml.Node) error {
 	}
 	p, err := url.Parse(n.Value)
 	if err != nil {
+		if !strings.Contains(n.Value, "://") {
+			return lineError(n, "not a URL: it needs a scheme, as in http://host:port/path")
+		}
 		// url.Error repeats the whole URL, which may hold a password; keep only the reason.
 		reason := err
 		if ue, ok := err.(*url.Error); ok {
@@ -68,11 +72,7 @@ func (u URL) MarshalYAML() (any, error) {
 func validateHTTPURL(u URL, path string, p *problems) {
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		if u.Scheme == "" {
-			p.add(path, "%q has no scheme (want http:// or https://)", u.String())
-		} else {
-			p.add(path, "scheme %q is not supported (want http or https)", u.Scheme)
-		}
+		p.add(path, "%q is not an http:// or https:// URL", u.String())
 	case u.Host == "":
 		p.add(path, "%q has no host", u.String())
 	case u.User != nil:
