@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -131,8 +133,9 @@ func LoadSettings(ctx context.Context, flags map[string]string) (Settings, error
 	return LoadSettingsFrom(ctx, envconfig.OsLookuper(), flags)
 }
 
-// LoadSettingsFrom is LoadSettings with the environment read through env
-// (unprefixed names are looked up with EnvPrefix added).
+// LoadSettingsFrom is LoadSettings with the environment read through env,
+// which is asked for full names such as KNEEWATCH_WINDOW; tests and the demo
+// pass envconfig.MapLookuper.
 func LoadSettingsFrom(ctx context.Context, env envconfig.Lookuper, flags map[string]string) (Settings, error) {
 	s, err := loadSettings(ctx, env, flags)
 	if err != nil {
@@ -158,7 +161,9 @@ func loadSettings(ctx context.Context, env envconfig.Lookuper, flags map[string]
 			s.origin[st.flag] = st.envName()
 		}
 	}
-	for name, value := range flags {
+	// Sorted, so that of several bad flags the same one is reported each run.
+	for _, name := range slices.Sorted(maps.Keys(flags)) {
+		value := flags[name]
 		st, ok := byFlag[name]
 		if !ok {
 			return Settings{}, fmt.Errorf("--%s is not a settings flag", name)

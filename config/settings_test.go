@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/sethvargo/go-envconfig"
 )
 
 var ignoreOrigin = cmpopts.IgnoreUnexported(Settings{})
@@ -223,5 +224,16 @@ func TestCheckSettingsWantsScrapesShorterThanTheInterval(t *testing.T) {
 	want := "global.scrape_timeout: 5s must be shorter than the evaluation interval (5s, from --evaluation.interval / KNEEWATCH_EVALUATION_INTERVAL)"
 	if err := c.CheckSettings(s); err == nil || err.Error() != want {
 		t.Errorf("CheckSettings error:\n got: %v\nwant: %s", err, want)
+	}
+}
+
+func TestLoadSettingsFromAnyEnvironment(t *testing.T) {
+	env := envconfig.MapLookuper(map[string]string{"KNEEWATCH_LOG_FORMAT": "json", "LOG_FORMAT": "ignored"})
+	got, err := LoadSettingsFrom(context.Background(), env, map[string]string{"web.listen-address": "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LogFormat != "json" || got.ListenAddress != "127.0.0.1:0" {
+		t.Errorf("LogFormat %q ListenAddress %q, want json from the map and 127.0.0.1:0 from the flag", got.LogFormat, got.ListenAddress)
 	}
 }
