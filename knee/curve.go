@@ -82,3 +82,42 @@ func curvePoint(pt *Point) CurvePoint {
 }
 
 func lerp(a, b, f float64) float64 { return a + (b-a)*f }
+
+// throughputLoadRatio converts an output rate into a knee ratio on the load
+// scale: below the knee's output rate, the concurrency at which the profile's
+// curve first reaches that rate (read linearly between the origin, the points
+// below the knee and the knee itself), ÷ the knee concurrency; from the
+// knee's rate upward, the rate ÷ the knee's rate.
+//
+// Why not simply rate ÷ knee rate everywhere: throughput is concave in
+// concurrency (on the simulator's 8B/H100 chat curve, half the knee
+// concurrency already makes about two thirds of the knee's tokens), so the
+// plain ratio would claim far less headroom than the load shows for a
+// replica behaving exactly like its profile. Past the knee the curve is
+// flat, and inverting it would turn a few percent of throughput noise into
+// a large swing in concurrency, so there the plain ratio is used: it is 1 at
+// the knee either way. Unknown when the knee's rate is not > 0.
+func (p *Profile) throughputLoadRatio(rate float64) float64 {
+	k := &p.Knee
+	if !(k.OutputTokensPerSecond > 0) || !(k.Concurrency > 0) || !nonNegative(rate) {
+		return Unknown()
+	}
+	if rate >= k.OutputTokensPerSecond {
+		return rate / k.OutputTokensPerSecond
+	}
+	loC, loT := 0.0, 0.0
+	for i := range p.Points {
+		hiC, hiT := p.Points[i].Concurrency, p.Points[i].OutputTokensPerSecond
+		if hiC >= k.Concurrency {
+			break
+		}
+		if hiT >= rate && hiT > loT {
+			return lerp(loC, hiC, (rate-loT)/(hiT-loT)) / k.Concurrency
+		}
+		if hiC > loC {
+			loC, loT = hiC, max(loT, hiT)
+		}
+	}
+	// The last stretch ends at the knee, whose rate is above rate.
+	return lerp(loC, k.Concurrency, (rate-loT)/(k.OutputTokensPerSecond-loT)) / k.Concurrency
+}

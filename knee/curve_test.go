@@ -63,3 +63,49 @@ func TestCurveAtWithoutPointsHasNoCurve(t *testing.T) {
 		t.Error("CurveAt on a nil profile: ok = true, want false")
 	}
 }
+
+// concaveProfile is the shape the simulator measured for Llama-3.1-8B on an
+// H100 with the chat mix (SLO p99 TTFT 200 ms, TPOT 20 ms): throughput
+// bends over well before the knee at 98.
+func concaveProfile() *Profile {
+	p := &Profile{SLO: SLO{TTFT: Duration(200e6), TPOT: Duration(20e6), Quantile: 0.99}}
+	for _, c := range [][2]float64{{1, 119}, {8, 905}, {16, 1697}, {32, 2983}, {64, 4873}, {96, 5742}, {98, 5858}, {128, 6225}, {256, 6672}} {
+		p.Points = append(p.Points, Point{Concurrency: c[0], OutputTokensPerSecond: c[1], MeetsSLO: c[0] <= 98})
+	}
+	p.Knee = Knee{Concurrency: 98, OutputTokensPerSecond: 5858, GoodputTokensPerSecond: 5817, KVCacheUsage: 0.078, LimitingResource: ResourceCompute}
+	return p
+}
+
+func TestThroughputLoadRatio(t *testing.T) {
+	tests := []struct {
+		name    string
+		profile *Profile
+		rate    float64
+		want    float64
+	}{
+		{"no tokens is no load", concaveProfile(), 0, 0},
+		{"the rate of a point below the knee reads as that point's load", concaveProfile(), 4873, 64.0 / 98},
+		{"between points the load is interpolated", concaveProfile(), (2983 + 4873) / 2.0, 48.0 / 98},
+		{"below the first point the load scales from zero", concaveProfile(), 59.5, 0.5 / 98},
+		{"the knee's rate reads as the knee", concaveProfile(), 5858, 1},
+		{"above the knee's rate the plain ratio keeps noise from swinging the load", concaveProfile(), 6225, 6225.0 / 5858},
+		{"an interpolated knee between points closes the last stretch", func() *Profile {
+			p := concaveProfile()
+			p.Knee.Concurrency, p.Knee.OutputTokensPerSecond = 97, 5800
+			return p
+		}(), 5771, 96.5 / 97},
+		{"a dip in the measured curve does not run the load backwards", &Profile{
+			Points: []Point{{Concurrency: 10, OutputTokensPerSecond: 1000}, {Concurrency: 20, OutputTokensPerSecond: 900}, {Concurrency: 30, OutputTokensPerSecond: 1500}, {Concurrency: 40, OutputTokensPerSecond: 2000}},
+			Knee:   Knee{Concurrency: 40, OutputTokensPerSecond: 2000},
+		}, 1250, 25.0 / 40},
+		{"a knee without throughput gives no ratio", &Profile{Knee: Knee{Concurrency: 10}}, 100, math.NaN()},
+		{"an unknown rate gives no ratio", concaveProfile(), math.NaN(), math.NaN()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.profile.throughputLoadRatio(tt.rate), approx); diff != "" {
+				t.Errorf("throughputLoadRatio(%g) (-want +got):\n%s", tt.rate, diff)
+			}
+		})
+	}
+}

@@ -10,7 +10,8 @@ type Dimension int
 const (
 	// DimensionLoad: in-flight requests ÷ knee concurrency.
 	DimensionLoad Dimension = iota
-	// DimensionThroughput: output tokens/s ÷ the knee's output tokens/s.
+	// DimensionThroughput: output tokens/s against the knee's, on the load
+	// scale (see Evaluate).
 	DimensionThroughput
 	// DimensionKVCache: KV-cache usage ÷ the usage that counts as full for
 	// this knee (see Evaluate).
@@ -141,7 +142,12 @@ type Result struct {
 //
 // Headroom is 1 minus the largest of these ratios, each 1 at the knee:
 //   - load: in-flight load ÷ knee concurrency. Always present when OK.
-//   - throughput: output tokens/s ÷ the knee's output tokens/s.
+//   - throughput: output tokens/s read on the load scale: below the knee's
+//     output rate, the concurrency at which the profile's curve makes that
+//     rate ÷ the knee concurrency; from the knee's rate up, the rate ÷ the
+//     knee's rate. A replica behaving like its profile has equal load and
+//     throughput ratios; the plain rate ÷ knee rate would not, because
+//     throughput is concave in concurrency.
 //   - kv_cache: KV usage ÷ a reference. For a KV-bound knee the reference is
 //     the knee's own KV usage: KV grows with load and the knee is where it
 //     ran out. For a compute-bound knee the knee's KV usage says nothing
@@ -197,9 +203,7 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	out := obs.OutputTokensPerSecond
 	if nonNegative(out) {
 		r.OutputTokensPerSecond = out
-		if p.Knee.OutputTokensPerSecond > 0 {
-			r.Ratios[DimensionThroughput] = out / p.Knee.OutputTokensPerSecond
-		}
+		r.Ratios[DimensionThroughput] = p.throughputLoadRatio(out)
 	}
 
 	kv := obs.KVCacheUsage
@@ -223,9 +227,11 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 		r.Ratios[DimensionEffectiveLoad] = r.Ratios[DimensionLoad] / e
 	}
 
+	// Ties (within rounding) go to the earlier dimension, so the label does
+	// not flap between two ratios that agree.
 	r.Dimension = DimensionLoad
 	for d, ratio := range r.Ratios {
-		if Known(ratio) && ratio > r.Ratios[r.Dimension] {
+		if Known(ratio) && ratio > r.Ratios[r.Dimension]+1e-9 {
 			r.Dimension = Dimension(d)
 		}
 	}

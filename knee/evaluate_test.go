@@ -110,6 +110,12 @@ func TestEvaluateHeadroom(t *testing.T) {
 			want:    headroomView{true, "", 0.25, DimensionLoad, ResourceCompute},
 		},
 		{
+			name:    "a replica at half its knee on a concave throughput curve has half its headroom",
+			obs:     observe(49, output(lerp(2983, 4873, 17.0/32)), kv(0.04)),
+			profile: concaveProfile(),
+			want:    headroomView{true, "", 0.5, DimensionLoad, ResourceCompute},
+		},
+		{
 			name:    "output tokens above the knee's set the headroom when they are the tightest",
 			obs:     observe(90, output(12000)),
 			profile: computeProfile(),
