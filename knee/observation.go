@@ -2,17 +2,6 @@ package knee
 
 import "math"
 
-// Unknown values.
-//
-// A value kneewatch could not measure or compute is NaN, in Observation and
-// in Result alike, and Known tells the two apart. NaN keeps both structs
-// plain float64s (no pointers, no allocations per evaluation), is what
-// PromQL's own histogram_quantile and division give for "no data", and
-// poisons any arithmetic that forgets to check, instead of passing a made-up
-// zero along. ±Inf is treated as unknown too: it is never a measurement.
-// Because a zero is a real measurement, build an Observation with
-// NewObservation (every field unknown) and set what was measured.
-
 // Unknown returns the value that marks a quantity as unknown (NaN).
 func Unknown() float64 { return math.NaN() }
 

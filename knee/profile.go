@@ -1,7 +1,3 @@
-// Package knee holds knee profiles (a replica's measured latency-throughput
-// curve and its knee, written by `kneewatch sweep` and `kneewatch sim knee`)
-// and the pure functions that turn a live operating point plus a profile into
-// headroom, goodput and the limiting resource.
 package knee
 
 import (
