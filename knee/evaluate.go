@@ -162,8 +162,7 @@ type Result struct {
 //     knee has moved down about in proportion: with per-step time scaled by
 //     1/s, throughput at a load scales by s and a TPOT-bound knee moves
 //     to about s × the profiled one (a little lower when the fixed per-step
-//     cost is a large part of the TPOT threshold). It also reads heavier
-//     traffic (longer prompts per output token) as a lower knee.
+//     cost is a large part of the TPOT threshold).
 //
 // Goodput is output tokens/s × min(TTFT attainment, TPOT attainment). vLLM's
 // bench counts goodput as the tokens of requests that met every SLO; the
@@ -216,6 +215,7 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 		r.Ratios[DimensionKVCache] = kv / ref
 	}
 
+	r.Expected = unknownCurvePoint()
 	if expected, ok := p.CurveAt(load); ok {
 		r.Expected = expected
 		if Known(r.OutputTokensPerSecond) && expected.OutputTokensPerSecond > 0 {
@@ -281,7 +281,7 @@ func notOK(reason string) Result {
 		GoodputTokensPerSecond: nan,
 		OutputTokensPerSecond:  nan,
 		Knee:                   Knee{Concurrency: nan, OutputTokensPerSecond: nan, GoodputTokensPerSecond: nan, KVCacheUsage: nan},
-		Expected:               CurvePoint{Concurrency: nan, OutputTokensPerSecond: nan, GoodputTokensPerSecond: nan, KVCacheUsage: nan, TTFTP99: nan, TPOTP99: nan},
+		Expected:               unknownCurvePoint(),
 		ThroughputEfficiency:   nan,
 		TTFTSLORatio:           nan,
 		TPOTSLORatio:           nan,
@@ -295,6 +295,11 @@ func notOK(reason string) Result {
 		r.Ratios[d] = nan
 	}
 	return r
+}
+
+func unknownCurvePoint() CurvePoint {
+	nan := Unknown()
+	return CurvePoint{Concurrency: nan, OutputTokensPerSecond: nan, GoodputTokensPerSecond: nan, KVCacheUsage: nan, TTFTP99: nan, TPOTP99: nan}
 }
 
 // goodput returns the joint SLO attainment (approximated, see Evaluate) and

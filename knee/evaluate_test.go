@@ -260,6 +260,11 @@ func TestEvaluateRatiosPerDimension(t *testing.T) {
 		t.Errorf("a faster replica's effective load ratio (-want the load ratio +got):\n%s", diff)
 	}
 
+	noCurve := Evaluate(observe(60, output(3000)), &Profile{Knee: computeProfile().Knee}, Options{})
+	if known := knownFloats(reflect.ValueOf(noCurve.Expected), "Expected"); len(known) > 0 || Known(noCurve.ThroughputEfficiency) {
+		t.Errorf("a profile without points gave a known expected curve %v or efficiency %g, want unknown", known, noCurve.ThroughputEfficiency)
+	}
+
 	idle := Evaluate(observe(0), computeProfile(), Options{})
 	for d := DimensionThroughput; d < NumDimensions; d++ {
 		if Known(idle.Ratios[d]) {
