@@ -93,11 +93,14 @@ func RunLevel(ctx context.Context, cfg LevelConfig) (Level, error) {
 		nextID++
 		return e.Submit(&Request{ID: nextID, PromptTokens: prompt, MaxTokens: output, Arrival: at})
 	}
-	for range cfg.Concurrency {
-		if err := submit(now); err != nil {
-			return Level{}, err
-		}
-	}
+	// Clients start staggered over one mean request lifetime in steps (a
+	// prefill step plus one step per output token), so their phases spread
+	// evenly over the cycle. Started all at once, requests of equal length
+	// would prefill together and finish together forever: a lockstep no real
+	// load generator shows, which would inflate TTFT with whole-batch prefills.
+	cycle := max(1, int(math.Round(cfg.Workload.Info().MeanOutputTokens)))
+	started := 0
+	startDue := func(step int) bool { return started < cfg.Concurrency && started*cycle <= step*cfg.Concurrency }
 
 	var (
 		done                      int
@@ -118,6 +121,12 @@ func RunLevel(ctx context.Context, cfg LevelConfig) (Level, error) {
 		}
 		if steps > maxSteps {
 			return Level{}, fmt.Errorf("concurrency %d: no progress after %d steps", cfg.Concurrency, steps)
+		}
+		for startDue(steps) || (e.Idle() && started < cfg.Concurrency) {
+			if err := submit(now); err != nil {
+				return Level{}, err
+			}
+			started++
 		}
 		res := e.Step(now)
 		if res.Duration <= 0 {

@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEveryPresetIsValid(t *testing.T) {
+	for _, name := range PresetNames() {
+		p, err := LoadPreset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if p.Name != name {
+			t.Errorf("preset %q calls itself %q", name, p.Name)
+		}
+	}
+	if len(PresetNames()) < 3 {
+		t.Errorf("want at least three presets, got %v", PresetNames())
+	}
+}
+
+func TestKVCapacityFollowsTheMemoryFormula(t *testing.T) {
+	tests := []struct {
+		preset string
+		blocks int
+	}{
+		// (81559 MiB × 0.9 − 16.06e9 − 2 GiB) ÷ (128 KiB × 16) = 28019.
+		// CALIBRATION.md estimates ≈ 27,000–28,000 blocks for vLLM on an H100.
+		{"llama-3.1-8b-h100", 28019},
+		// (23034 MiB × 0.9 − 16.06e9 − 1 GiB) ÷ 2 MiB = 2195: ≈ 35k tokens.
+		{"llama-3.1-8b-l4", 2195},
+		// (143771 MiB × 0.9 − 70.5e9 − 4 GiB) ÷ (320 KiB × 16) = 11612.
+		{"llama-3.3-70b-fp8-h200", 11612},
+	}
+	for _, tt := range tests {
+		p, _ := LoadPreset(tt.preset)
+		if got := p.KVBlocks(); got != tt.blocks {
+			t.Errorf("%s: %d KV blocks, want %d", tt.preset, got, tt.blocks)
+		}
+	}
+}
+
+func TestOverrideFileReplacesOnlyTheFieldsItNames(t *testing.T) {
+	base, _ := LoadPreset("llama-3.1-8b-h100")
+	p, err := base.OverrideFile("testdata/override.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.MaxNumSeqs != 512 || p.GPUMemoryUtilization != 0.8 || p.StepOverhead != 2*time.Millisecond {
+		t.Errorf("overridden fields not applied: %+v", p)
+	}
+	want := base
+	want.MaxNumSeqs, want.GPUMemoryUtilization, want.StepOverhead = 512, 0.8, 2*time.Millisecond
+	if p != want {
+		t.Errorf("override changed fields it does not name:\n got %+v\nwant %+v", p, want)
+	}
+}
+
+func TestInvalidOverridesAreRejectedWithTheField(t *testing.T) {
+	want := map[string]string{
+		"invalid-unknown-key.yaml": "testdata/invalid-unknown-key.yaml: yaml: unmarshal errors:\n  line 2: field max_num_sequences not found in type sim.Preset",
+		"invalid-efficiency.yaml":  `testdata/invalid-efficiency.yaml: preset "llama-3.1-8b-h100": compute_efficiency must be at most 1, got 1.5`,
+		"invalid-no-kv-room.yaml":  `testdata/invalid-no-kv-room.yaml: preset "llama-3.1-8b-h100": no room for a KV cache: gpu_memory_bytes × gpu_memory_utilization (1.53e+10) − weight_bytes (1.61e+10) − activation_reserve_bytes (2.15e+09) is not positive`,
+		"invalid-model-len.yaml":   `testdata/invalid-model-len.yaml: preset "llama-3.1-8b-h100": max_model_len 131072 needs 8192 KV blocks but only 3551 fit (56816 tokens); lower max_model_len`,
+		"invalid-type.yaml":        "testdata/invalid-type.yaml: yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `fast` into time.Duration",
+	}
+	files, _ := filepath.Glob("testdata/invalid-*.yaml")
+	if len(files) != len(want) {
+		t.Errorf("%d invalid fixtures, %d expected errors: keep them in step", len(files), len(want))
+	}
+	base, _ := LoadPreset("llama-3.1-8b-h100")
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			_, err := base.OverrideFile(f)
+			if w := want[filepath.Base(f)]; err == nil || err.Error() != w {
+				t.Errorf("got:\n%v\nwant:\n%s", err, w)
+			}
+		})
+	}
+}
+
+func TestLoadPresetNamesTheKnownOnes(t *testing.T) {
+	_, err := LoadPreset("gpt-5-b200")
+	if err == nil || !strings.Contains(err.Error(), `unknown simulator preset "gpt-5-b200" (known: [llama-3.1-8b-h100 llama-3.1-8b-l4 llama-3.3-70b-fp8-h200])`) {
+		t.Errorf("got %v", err)
+	}
+}
