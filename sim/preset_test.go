@@ -48,7 +48,7 @@ func TestKVCapacityFollowsTheMemoryFormula(t *testing.T) {
 
 func TestOverrideFileReplacesOnlyTheFieldsItNames(t *testing.T) {
 	base, _ := LoadPreset("llama-3.1-8b-h100")
-	p, err := base.OverrideFile("testdata/override.yaml")
+	p, err := base.OverrideFile("testdata/preset/override.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,13 +64,13 @@ func TestOverrideFileReplacesOnlyTheFieldsItNames(t *testing.T) {
 
 func TestInvalidOverridesAreRejectedWithTheField(t *testing.T) {
 	want := map[string]string{
-		"invalid-unknown-key.yaml": "testdata/invalid-unknown-key.yaml: yaml: unmarshal errors:\n  line 2: field max_num_sequences not found in type sim.Preset",
-		"invalid-efficiency.yaml":  `testdata/invalid-efficiency.yaml: preset "llama-3.1-8b-h100": compute_efficiency must be at most 1, got 1.5`,
-		"invalid-no-kv-room.yaml":  `testdata/invalid-no-kv-room.yaml: preset "llama-3.1-8b-h100": no room for a KV cache: gpu_memory_bytes × gpu_memory_utilization (1.53e+10) − weight_bytes (1.61e+10) − activation_reserve_bytes (2.15e+09) is not positive`,
-		"invalid-model-len.yaml":   `testdata/invalid-model-len.yaml: preset "llama-3.1-8b-h100": max_model_len 131072 needs 8192 KV blocks but only 3551 fit (56816 tokens); lower max_model_len`,
-		"invalid-type.yaml":        "testdata/invalid-type.yaml: yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `fast` into time.Duration",
+		"invalid-unknown-key.yaml": "testdata/preset/invalid-unknown-key.yaml: yaml: unmarshal errors:\n  line 2: field max_num_sequences not found in type sim.Preset",
+		"invalid-efficiency.yaml":  `testdata/preset/invalid-efficiency.yaml: preset "llama-3.1-8b-h100": compute_efficiency must be at most 1, got 1.5`,
+		"invalid-no-kv-room.yaml":  `testdata/preset/invalid-no-kv-room.yaml: preset "llama-3.1-8b-h100": no room for a KV cache: gpu_memory_bytes × gpu_memory_utilization (1.53e+10) − weight_bytes (1.61e+10) − activation_reserve_bytes (2.15e+09) is not positive`,
+		"invalid-model-len.yaml":   `testdata/preset/invalid-model-len.yaml: preset "llama-3.1-8b-h100": max_model_len 131072 needs 8192 KV blocks but only 3551 fit (56816 tokens); lower max_model_len`,
+		"invalid-type.yaml":        "testdata/preset/invalid-type.yaml: yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `fast` into time.Duration",
 	}
-	files, _ := filepath.Glob("testdata/invalid-*.yaml")
+	files, _ := filepath.Glob("testdata/preset/invalid-*.yaml")
 	if len(files) != len(want) {
 		t.Errorf("%d invalid fixtures, %d expected errors: keep them in step", len(files), len(want))
 	}
