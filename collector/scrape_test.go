@@ -107,9 +107,11 @@ func TestScrapeFailuresSayWhichURLAndWhat(t *testing.T) {
 		want    string
 	}{
 		{
-			name:    "a garbage body is a parse error with its line",
-			handler: func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("vllm:num_requests_running 1\n<html>oops</html>\n")) },
-			want:    "parsing text exposition: text format parsing error in line 2",
+			name: "a garbage body is a parse error with its line",
+			handler: func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = w.Write([]byte("vllm:num_requests_running 1\n<html>oops</html>\n"))
+			},
+			want: "parsing text exposition: text format parsing error in line 2",
 		},
 		{
 			name:    "a body over the size limit is refused",
