@@ -206,6 +206,17 @@ func TestAdapterSemantics(t *testing.T) {
 			t.Errorf("problems %v do not contain %v", doc.Problems, want)
 		}
 	})
+	t.Run("Triton's other models (ensemble, pre/post-processing) are not summed into the LLM's counters", func(t *testing.T) {
+		text := strings.Replace(readFixture(t, "trtllm-tensorrtllm_backend-readme.prom"),
+			`nv_inference_request_success{model="tensorrt_llm",version="1"} 0`,
+			`nv_inference_request_success{model="ensemble",version="1"} 90
+nv_inference_request_success{model="preprocessing",version="1"} 90
+nv_inference_request_success{model="tensorrt_llm",version="1"} 30`, 1)
+		s := normalizeText(t, text, Options{})
+		if got, _ := s.Counter(SignalRequestsSucceeded); got != 30 || s.Model != "tensorrt_llm" {
+			t.Errorf("succeeded = %v for model %q, want 30 for tensorrt_llm", got, s.Model)
+		}
+	})
 	t.Run("TRT-LLM microsecond counters are converted to seconds", func(t *testing.T) {
 		s := normalizeText(t, strings.ReplaceAll(readFixture(t, "trtllm-tensorrtllm_backend-readme.prom"),
 			`nv_inference_request_duration_us{model="tensorrt_llm",version="1"} 0`,

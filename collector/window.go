@@ -21,6 +21,14 @@ var (
 // evaluated at at selects (left-open since Prometheus 3.0), with times
 // truncated to milliseconds as Prometheus stores them.
 //
+// Rate and Increase are Prometheus 3.x rate() and increase() on float
+// samples, extrapolation included (not the unextrapolated "delta of the
+// samples" some tools compute), without start timestamps (Prometheus's
+// default: created-timestamp handling off). HistogramQuantile and
+// SLOAttainment are histogram_quantile and histogram_fraction over those
+// per-bucket rates. window_promql_test.go checks all of them against
+// Prometheus's own engine.
+//
 // A Window is not safe for concurrent use; one evaluation loop owns it.
 type Window struct {
 	width    time.Duration
