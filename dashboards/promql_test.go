@@ -20,6 +20,7 @@ var upstreamMetrics = []struct {
 	name    string
 	section string
 }{
+	{"DCGM_FI_DEV_GPU_UTIL", "6.1 dcgm-exporter default counters"},
 	{"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "6.1 dcgm-exporter default counters"},
 	{"DCGM_FI_PROF_DRAM_ACTIVE", "6.1 dcgm-exporter default counters"},
 }
@@ -57,11 +58,15 @@ var grafanaVariable = regexp.MustCompile(`\$\{(\w+)(?::\w+)?\}|\$(\w+)`)
 // substitute replaces Grafana's variables ($x, ${x}, ${x:fmt}) the way
 // Grafana would, or names the unknown one.
 func substitute(expr string) (string, error) {
+	return substituteWith(expr, grafanaVariables)
+}
+
+func substituteWith(expr string, vars map[string]string) (string, error) {
 	var unknown []string
 	out := grafanaVariable.ReplaceAllStringFunc(expr, func(v string) string {
 		m := grafanaVariable.FindStringSubmatch(v)
 		name := m[1] + m[2]
-		if s, ok := grafanaVariables[name]; ok {
+		if s, ok := vars[name]; ok {
 			return s
 		}
 		unknown = append(unknown, v)

@@ -11,6 +11,7 @@ import (
 // counters (UPSTREAM-METRICS.md §6.1). Everything else comes from kneewatch's
 // own catalog, which is engine-neutral and carries the replica label.
 const (
+	dcgmGPUUtil      = "DCGM_FI_DEV_GPU_UTIL"            // 0..100, any kernel running; lists GPUs
 	dcgmTensorActive = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" // 0..1, tensor (HMMA) pipe busy
 	dcgmDRAMActive   = "DCGM_FI_PROF_DRAM_ACTIVE"        // 0..1, memory bandwidth busy
 )

@@ -70,16 +70,13 @@ func Replica(opts Options) (dashboard.Dashboard, error) {
 	b.WithPanel(k.stat(replicaGoodputNow,
 		query{expr: m(catalog.MetricReplicaGoodput), legend: "goodput"}).
 		ColorMode(common.BigValueColorModeNone))
+	// One of the two queries returns a series: the reason, in red, when the
+	// evaluation failed; "ok", in green, when it did not.
 	b.WithPanel(k.stat(replicaEvaluation,
-		query{expr: "max by (reason) (" + m(catalog.MetricReplicaEvalOK) + ")", legend: "{{reason}}"}).
-		TextMode(common.BigValueTextModeValueAndName).
-		Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
-			Type: dashboard.MappingTypeValueToText,
-			Options: map[string]dashboard.ValueMappingResult{
-				"0": {Text: cog.ToPtr("not ok"), Color: cog.ToPtr("red"), Index: cog.ToPtr[int32](0)},
-				"1": {Text: cog.ToPtr("ok"), Color: cog.ToPtr("green"), Index: cog.ToPtr[int32](1)},
-			},
-		}}}))
+		query{expr: "max by (reason) (" + m(catalog.MetricReplicaEvalOK) + " == 0)", legend: "not ok: {{reason}}"},
+		query{expr: "max(" + m(catalog.MetricReplicaEvalOK) + " == 1)", legend: "ok"}).
+		TextMode(common.BigValueTextModeName).
+		Thresholds(thresholds("red", threshold{1, "green"})))
 
 	knee := m(catalog.MetricKneeConcurrency)
 	b.WithPanel(k.timeseries(replicaInflight,

@@ -56,14 +56,17 @@ func (k kit) replicaVariable() *dashboard.QueryVariableBuilder {
 		"label_values("+sel(catalog.MetricReplicaEvalOK, byModel)+", replica)")
 }
 
-// gpuVariable selects the replica's GPUs in dcgm-exporter's series. kneewatch
-// exports no series tying a replica to its GPU UUIDs, so the on-call picks
-// them (several for a tensor-parallel replica); the GPU panels that read
-// kneewatch's own series need no choice.
+// gpuVariable selects the replica's GPUs in dcgm-exporter's series: those
+// whose pod label is the replica's name, as in Kubernetes (where replicas are
+// pods) and in the simulator. kneewatch exports no series tying a replica to
+// its GPU UUIDs, so where the names differ the on-call types a UUID (or a
+// regex of several) instead. "All" is every GPU of the replica, for
+// tensor-parallel replicas.
 func (k kit) gpuVariable() *dashboard.QueryVariableBuilder {
 	return k.labelValues("gpu", "GPU (DCGM UUID)",
-		"label_values("+dcgmDRAMActive+", UUID)").
-		Multi(true).IncludeAll(true).AllValue(".*")
+		"label_values("+selName(dcgmGPUUtil, `pod="$replica"`)+", UUID)").
+		Description("GPUs of the replica in dcgm-exporter's series (pod label = replica); type a UUID if your pods are named otherwise.").
+		Multi(true).IncludeAll(true).AllowCustomValue(true)
 }
 
 // linkTo is a dashboard link that carries the time range and the variables
