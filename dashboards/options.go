@@ -104,10 +104,13 @@ func (o Options) validate() error {
 	if o.PageHeadroom >= o.WarningHeadroom {
 		bad("page headroom", "%g must be below the warning headroom %g (the page is the later, tighter alarm)", o.PageHeadroom, o.WarningHeadroom)
 	}
-	if q, err := strconv.ParseFloat(o.SLOQuantile, 64); err != nil || !(q > 0 && q < 1) {
+	q, err := strconv.ParseFloat(o.SLOQuantile, 64)
+	quantileOK := err == nil && q > 0 && q < 1
+	if !quantileOK {
 		bad("SLO quantile", "%q is not a quantile label value in (0, 1), such as \"0.99\"", o.SLOQuantile)
 	}
-	if !(o.Objective > 0 && o.Objective < 1) {
+	// An unset objective follows the quantile: its error is the quantile's.
+	if (quantileOK || o.Objective != 0) && !(o.Objective > 0 && o.Objective < 1) {
 		bad("objective", "%g is not a share of requests in (0, 1), such as 0.99", o.Objective)
 	}
 	if strings.ContainsAny(o.Folder, "\n\r") {

@@ -153,6 +153,7 @@ func TestBadOptionsAndFormatsGetAnErrorNamingThem(t *testing.T) {
 		{"headroom of one or more", Options{WarningHeadroom: 1.5}, FormatJSON, "option warning headroom: 1.5 is not a headroom ratio"},
 		{"quantile that is not a number", Options{SLOQuantile: "p99"}, FormatJSON, `option SLO quantile: "p99" is not a quantile label value`},
 		{"quantile of one", Options{SLOQuantile: "1"}, FormatJSON, `option SLO quantile: "1"`},
+		{"objective of one, with the quantile left alone", Options{Objective: 1}, FormatJSON, "option objective: 1 is not a share of requests"},
 		{"objective above one", Options{Objective: 99}, FormatJSON, "option objective: 99 is not a share of requests"},
 		{"data source variable with a dollar", Options{DatasourceVariable: "$ds"}, FormatJSON, `option datasource variable: "$ds" is not a Grafana variable name`},
 		{"unknown format", Options{}, Format("xml"), `unknown dashboard format "xml" (want json or configmap)`},
@@ -163,6 +164,18 @@ func TestBadOptionsAndFormatsGetAnErrorNamingThem(t *testing.T) {
 				t.Errorf("Render error = %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestEveryBadOptionIsReportedOnceAndNamed(t *testing.T) {
+	_, err := Render(Options{PageHeadroom: 2, SLOQuantile: "x", DatasourceVariable: "a b"}, FormatJSON)
+	want := "dashboard kneewatch-fleet: " +
+		"dashboards option datasource variable: \"a b\" is not a Grafana variable name (letters, digits and _ only)\n" +
+		"dashboards option page headroom: 2 is not a headroom ratio in (-1, 1)\n" +
+		"dashboards option page headroom: 2 must be below the warning headroom 0.2 (the page is the later, tighter alarm)\n" +
+		"dashboards option SLO quantile: \"x\" is not a quantile label value in (0, 1), such as \"0.99\""
+	if err == nil || err.Error() != want {
+		t.Errorf("error =\n%v\nwant\n%s", err, want)
 	}
 }
 
