@@ -41,7 +41,6 @@ func (w *Window) bucketRates(sig Signal, at time.Time) ([]Bucket, error) {
 	var (
 		bounds []float64 // every le seen, in first-seen order
 		series [][]point // per bound
-		index  = map[float64]int{}
 		seen   bool
 	)
 	for _, s := range snaps {
@@ -51,13 +50,17 @@ func (w *Window) bucketRates(sig Signal, at time.Time) ([]Bucket, error) {
 		}
 		seen = true
 		t := s.Time.UnixMilli()
-		for _, b := range h.Buckets {
-			j, known := index[b.UpperBound]
-			if !known {
+		for i, b := range h.Buckets {
+			// Layouts rarely change, so the bucket is usually at the same
+			// position as before; otherwise search, or start a new series.
+			j := i
+			if j >= len(bounds) || bounds[j] != b.UpperBound {
+				j = slices.Index(bounds, b.UpperBound)
+			}
+			if j < 0 {
 				j = len(bounds)
-				index[b.UpperBound] = j
 				bounds = append(bounds, b.UpperBound)
-				series = append(series, nil)
+				series = append(series, make([]point, 0, len(snaps)))
 			}
 			series[j] = append(series[j], point{t, b.Count})
 		}
