@@ -28,7 +28,7 @@ type Options struct {
 	// Description is shown on the landing page.
 	Description string
 	// ExtraLinks are added to the landing page (e.g. the demo's simulator URLs).
-	ExtraLinks []web.LandingLinks
+	ExtraLinks []Link
 	Logger     *slog.Logger
 }
 
@@ -102,3 +102,6 @@ func Serve(ctx context.Context, l net.Listener, h http.Handler, webConfigFile st
 	}
 	return nil
 }
+
+// Link is a landing-page link.
+type Link = web.LandingLinks

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/kneewatch/kneewatch/collector"
+	"github.com/kneewatch/kneewatch/demo"
+	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/server"
+)
+
+func init() {
+	register("demo", "run the whole product against a built-in simulated fleet (no GPU needed)", runDemo)
+}
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("web.listen-address", "127.0.0.1:9847", "address of kneewatch's /metrics")
+	simListen := fs.String("sim.listen", "127.0.0.1:8100", "first simulated replica's address (replica i on port + i)")
+	dcgmListen := fs.String("sim.dcgm-listen", "127.0.0.1:9400", "the simulated DCGM exporter's address")
+	preset := fs.String("preset", "llama-3.1-8b-h100", "simulator preset")
+	wl := fs.String("workload", "chat", "workload preset the load generator draws from")
+	sloTTFT := fs.Duration("slo-ttft", 200*time.Millisecond, "TTFT SLO threshold the knee is measured against")
+	sloTPOT := fs.Duration("slo-tpot", 20*time.Millisecond, "TPOT SLO threshold the knee is measured against")
+	interval := fs.Duration("evaluation.interval", 2*time.Second, "how often the watcher scrapes and evaluates")
+	window := fs.Duration("evaluation.window", 30*time.Second, "window of rates and quantiles")
+	every := fs.Duration("table.interval", 5*time.Second, "how often the live table is printed")
+	duration := fs.Duration("duration", 0, "stop after this long (0 runs until interrupted)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	fmt.Fprintf(stdout, "finding the true knee of %s on %s in virtual time…\n", *preset, *wl)
+	fleet, err := demo.Start(ctx, demo.Options{
+		Preset: *preset, Workload: *wl,
+		SLO:    knee.SLO{TTFT: knee.Duration(*sloTTFT), TPOT: knee.Duration(*sloTPOT), Quantile: 0.99},
+		Listen: *simListen, DCGMListen: *dcgmListen, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	defer fleet.Close()
+
+	w := collector.NewWatcher(collector.WatcherOptions{Interval: *interval, Window: *window, TargetHeadroom: 0.2, Logger: logger})
+	if err := w.SetTargets(fleet.Targets()); err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("--web.listen-address: %w", err)
+	}
+	fmt.Fprintf(stdout, "true knee: %.0f concurrent requests (%.0f output tok/s, limited by %s) for SLO p99 TTFT ≤ %s, TPOT ≤ %s\n",
+		fleet.Profile.Knee.Concurrency, fleet.Profile.Knee.OutputTokensPerSecond, fleet.Profile.Knee.LimitingResource, *sloTTFT, *sloTPOT)
+	fmt.Fprintf(stdout, "kneewatch:  http://%s/metrics\n", l.Addr())
+	var links []server.Link
+	for _, r := range fleet.Replicas {
+		fmt.Fprintf(stdout, "replica %-7s %s (OpenAI %s, metrics %s), held at %d in flight\n", r.Name, r.URL, r.OpenAIBaseURL, r.MetricsURL, r.Concurrency)
+		links = append(links, server.Link{Address: r.MetricsURL, Text: r.Name + " metrics"})
+	}
+	fmt.Fprintf(stdout, "DCGM:       %s\n\n", fleet.DCGMURL)
+
+	go func() {
+		t := time.NewTicker(*every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fmt.Fprintf(stdout, "%s  (load-generator errors: %d)\n", time.Now().Format(time.TimeOnly), fleet.Errors())
+				_ = fleet.WriteTable(stdout, w.Latest())
+				fmt.Fprintln(stdout)
+			}
+		}
+	}()
+	return serveWatcher(ctx, w, l, "", logger, links)
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+
+	"github.com/prometheus/client_golang/prometheus"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/common/version"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kneewatch/kneewatch/collector"
+	"github.com/kneewatch/kneewatch/config"
+	"github.com/kneewatch/kneewatch/server"
+)
+
+func init() {
+	register("serve", "watch replicas: scrape, infer headroom to the knee, export it on /metrics", runServe)
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config.RegisterFlags(fs)
+	check := fs.Bool("config.check", false, "validate the config file, print the effective config (secrets masked) and exit")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	settings, err := config.LoadSettings(ctx, config.SetFlags(fs))
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(settings.ConfigFile)
+	if err != nil {
+		return err
+	}
+	if err := cfg.CheckSettings(settings); err != nil {
+		return err
+	}
+	targets, err := collector.StaticTargets(cfg)
+	if err != nil {
+		return err
+	}
+	if *check {
+		fmt.Fprintf(stdout, "# %s is valid: %d targets, %d profiles\n%s", settings.ConfigFile, len(cfg.Targets), len(cfg.Profiles), cfg)
+		return nil
+	}
+	logger := settings.Logger(stderr)
+	w := collector.NewWatcher(watcherOptions(cfg, settings, logger))
+	if err := w.SetTargets(targets); err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", settings.ListenAddress)
+	if err != nil {
+		return fmt.Errorf("--web.listen-address: %w", err)
+	}
+	logger.Info("kneewatch serving", "version", version.Version, "address", l.Addr().String(), "targets", len(targets))
+	return serveWatcher(ctx, w, l, settings.WebConfigFile, logger, nil)
+}
+
+// watcherOptions maps the config file and process settings onto the watcher.
+func watcherOptions(cfg *config.Config, s config.Settings, logger *slog.Logger) collector.WatcherOptions {
+	return collector.WatcherOptions{
+		Interval: s.EvaluationInterval.D(),
+		Window:   s.Window.D(),
+		Limits: collector.ScrapeLimits{
+			Timeout:      cfg.Global.ScrapeTimeout.D(),
+			MaxBodyBytes: int64(cfg.Global.BodySizeLimit),
+			MaxSeries:    cfg.Global.SeriesLimit,
+		},
+		TargetHeadroom: cfg.Global.TargetHeadroom,
+		Logger:         logger,
+	}
+}
+
+// newRegistry is kneewatch's own registry: the exporter and build info,
+// never the default registry.
+func newRegistry(w *collector.Watcher, extra ...prometheus.Collector) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collector.NewExporter(w.Latest), versioncollector.NewCollector("kneewatch"))
+	reg.MustRegister(extra...)
+	return reg
+}
+
+// serveWatcher runs the evaluation loop and the HTTP surface until ctx ends.
+func serveWatcher(ctx context.Context, w *collector.Watcher, l net.Listener, webConfig string, logger *slog.Logger, extraLinks []server.Link, extra ...prometheus.Collector) error {
+	h, err := server.Handler(server.Options{
+		Registry:    newRegistry(w, extra...),
+		Ready:       w.Ready,
+		Version:     version.Version,
+		Description: "Headroom to the knee for GPU LLM-serving replicas",
+		ExtraLinks:  extraLinks,
+		Logger:      logger,
+	})
+	if err != nil {
+		return err
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return w.Run(ctx) })
+	g.Go(func() error { return server.Serve(ctx, l, h, webConfig, logger) })
+	return g.Wait()
+}

@@ -1,0 +1,356 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// Target is one replica to watch, from the static config or from discovery.
+type Target struct {
+	Replica    string // unique name; the `replica` label
+	Model      string // served model; empty means the engine's single model
+	Engine     string // adapter name; empty means auto-detect
+	MetricsURL string
+	Client     *http.Client // nil means http.DefaultClient
+	DCGM       *DCGMTarget  // nil when the replica's GPU is not watched
+	// ProfileName and Profile are the replica's knee; a nil Profile makes
+	// every evaluation not ok with reason no_profile.
+	ProfileName string
+	Profile     *knee.Profile
+	OpenAIURL   string // the replica's OpenAI-compatible base URL, for probes
+	// SLO is what attainment is measured against when there is no
+	// profile (with a profile, the profile's SLO is used).
+	SLO knee.SLO
+}
+
+// DCGMTarget says where a replica's GPU metrics are and which GPUs are its.
+type DCGMTarget struct {
+	URL    string
+	Client *http.Client
+	// Selectors pick the replica's GPUs: a GPU matching any is the
+	// replica's (one per UUID for tensor-parallel replicas, or pod and
+	// namespace as dcgm-exporter's Kubernetes mapping labels them).
+	Selectors []GPUSelector
+}
+
+// selectGPUs returns the GPUs of snap matching any selector, each once.
+func (d *DCGMTarget) selectGPUs(snap DCGMSnapshot) []GPUSnapshot {
+	var out []GPUSnapshot
+	seen := map[string]bool{}
+	for _, sel := range d.Selectors {
+		for _, g := range snap.Select(sel) {
+			key := g.Labels.Hostname + "/" + g.Labels.GPU + "/" + g.Labels.UUID
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}
+
+// WatcherOptions configure a Watcher.
+type WatcherOptions struct {
+	Interval       time.Duration // between evaluation rounds
+	Window         time.Duration // of the rates, means and quantiles
+	Limits         ScrapeLimits
+	TargetHeadroom float64 // for fleet sizing, 0..1
+	Knee           knee.Options
+	// Parallelism bounds concurrent scrapes per round (default 16).
+	Parallelism int
+	Logger      *slog.Logger
+	// Now is the clock (default time.Now); tests inject one.
+	Now func() time.Time
+}
+
+// Watcher scrapes every target each round, keeps a window per replica,
+// evaluates headroom, and publishes an immutable Round that the exporter
+// reads. One goroutine (Run) owns the windows; readers only load the
+// latest Round.
+type Watcher struct {
+	opts WatcherOptions
+
+	mu      sync.Mutex // guards targets between SetTargets and a round
+	targets map[string]*replicaState
+
+	latest      atomic.Pointer[Round]
+	evaluations atomic.Uint64
+}
+
+type replicaState struct {
+	target   Target
+	window   *Window
+	counters sloCounters
+}
+
+// Round is the result of one evaluation round. It is never modified after
+// it is published.
+type Round struct {
+	At          time.Time
+	Replicas    []ReplicaEval // sorted by replica
+	Fleet       map[string]knee.Fleet
+	Evaluations uint64
+}
+
+// ReplicaEval is one replica's state after a round.
+type ReplicaEval struct {
+	Replica, Model, Profile string
+
+	EngineUp       bool
+	EngineError    string
+	EngineDuration time.Duration
+
+	DCGMConfigured bool
+	DCGMUp         bool
+	DCGMError      string
+	DCGMDuration   time.Duration
+
+	Observation knee.Observation
+	Result      knee.Result
+	SLO         *knee.SLO  // nil without a profile
+	Knee        *knee.Knee // nil without a profile
+
+	// Cumulative request counts for burn-rate rules; valid when HasCounters.
+	HasCounters      bool
+	RequestsTotal    float64
+	GoodTTFTRequests float64
+	GoodTPOTRequests float64
+}
+
+// ReasonEngineDown marks a replica whose engine metrics could not be
+// scraped this round: its headroom is unknown, not stale.
+const ReasonEngineDown = "engine_down"
+
+// NewWatcher returns a Watcher with no targets.
+func NewWatcher(opts WatcherOptions) *Watcher {
+	if opts.Interval <= 0 {
+		opts.Interval = 5 * time.Second
+	}
+	if opts.Window <= 0 {
+		opts.Window = time.Minute
+	}
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = 16
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Watcher{opts: opts, targets: map[string]*replicaState{}}
+}
+
+// SetTargets replaces the watched replicas. A replica whose metrics URL is
+// unchanged keeps its window; a replica that is gone is dropped, so its
+// series disappear from the next round.
+func (w *Watcher) SetTargets(targets []Target) error {
+	next := make(map[string]*replicaState, len(targets))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range targets {
+		if t.Replica == "" {
+			return fmt.Errorf("target with metrics URL %q has no replica name", t.MetricsURL)
+		}
+		if _, dup := next[t.Replica]; dup {
+			return fmt.Errorf("replica %q appears twice", t.Replica)
+		}
+		if old, ok := w.targets[t.Replica]; ok && old.target.MetricsURL == t.MetricsURL {
+			old.target = t
+			next[t.Replica] = old
+			continue
+		}
+		win, err := NewWindow(w.opts.Window, windowCapacity(w.opts.Window, w.opts.Interval))
+		if err != nil {
+			return err
+		}
+		next[t.Replica] = &replicaState{target: t, window: win}
+	}
+	w.targets = next
+	return nil
+}
+
+// windowCapacity holds every scrape of the window plus slack for jitter.
+func windowCapacity(window, interval time.Duration) int {
+	return int(window/interval) + 4
+}
+
+// Latest returns the last published round, or nil before the first.
+func (w *Watcher) Latest() *Round { return w.latest.Load() }
+
+// Ready reports whether a round has been published.
+func (w *Watcher) Ready() bool { return w.latest.Load() != nil }
+
+// Run evaluates a round immediately and then every interval until ctx ends.
+func (w *Watcher) Run(ctx context.Context) error {
+	t := time.NewTicker(w.opts.Interval)
+	defer t.Stop()
+	for {
+		w.EvaluateOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// EvaluateOnce scrapes every target, evaluates it and publishes the round.
+func (w *Watcher) EvaluateOnce(ctx context.Context) *Round {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	states := make([]*replicaState, 0, len(w.targets))
+	for _, s := range w.targets {
+		states = append(states, s)
+	}
+	sort.Slice(states, func(i, j int) bool { return states[i].target.Replica < states[j].target.Replica })
+
+	dcgm := w.scrapeDCGM(ctx, states)
+	evals := make([]ReplicaEval, len(states))
+	sem := make(chan struct{}, w.opts.Parallelism)
+	var wg sync.WaitGroup
+	for i, s := range states {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			evals[i] = w.evaluate(ctx, s, dcgm)
+		}()
+	}
+	wg.Wait()
+
+	byModel := map[string][]knee.Result{}
+	for _, e := range evals {
+		if e.Model != "" {
+			byModel[e.Model] = append(byModel[e.Model], e.Result)
+		}
+	}
+	r := &Round{
+		At:          w.opts.Now(),
+		Replicas:    evals,
+		Fleet:       knee.FleetSummary(byModel, w.opts.TargetHeadroom),
+		Evaluations: w.evaluations.Add(1),
+	}
+	w.latest.Store(r)
+	return r
+}
+
+type dcgmResult struct {
+	snap     DCGMSnapshot
+	err      error
+	duration time.Duration
+}
+
+// scrapeDCGM fetches each distinct DCGM endpoint once per round: one
+// dcgm-exporter usually serves every GPU of a node, shared by its replicas.
+func (w *Watcher) scrapeDCGM(ctx context.Context, states []*replicaState) map[string]dcgmResult {
+	urls := map[string]*http.Client{}
+	for _, s := range states {
+		if d := s.target.DCGM; d != nil {
+			urls[d.URL] = d.Client
+		}
+	}
+	out := make(map[string]dcgmResult, len(urls))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for url, client := range urls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			snap, err := NewScraper(client, w.opts.Limits).ScrapeDCGM(ctx, url)
+			mu.Lock()
+			out[url] = dcgmResult{snap: snap, err: err, duration: time.Since(start)}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (w *Watcher) evaluate(ctx context.Context, s *replicaState, dcgm map[string]dcgmResult) ReplicaEval {
+	t := s.target
+	e := ReplicaEval{Replica: t.Replica, Model: t.Model, Profile: t.ProfileName}
+	switch {
+	case t.Profile != nil:
+		slo, k := t.Profile.SLO, t.Profile.Knee
+		e.SLO, e.Knee = &slo, &k
+	case t.SLO.TTFT > 0 && t.SLO.TPOT > 0:
+		slo := t.SLO
+		e.SLO = &slo
+	}
+	start := time.Now()
+	snap, err := NewScraper(t.Client, w.opts.Limits).Scrape(ctx, t.MetricsURL, Options{Engine: t.Engine, Model: t.Model})
+	e.EngineDuration = time.Since(start)
+	if e.Model == "" {
+		e.Model = snap.Model
+	}
+
+	var gpus []GPUSnapshot
+	if d := t.DCGM; d != nil {
+		e.DCGMConfigured = true
+		res := dcgm[d.URL]
+		e.DCGMDuration = res.duration
+		switch {
+		case res.err != nil:
+			e.DCGMError = res.err.Error()
+		default:
+			gpus = d.selectGPUs(res.snap)
+			if len(gpus) == 0 {
+				e.DCGMError = "no GPU matches the replica's selector"
+			} else {
+				e.DCGMUp = true
+			}
+		}
+	}
+
+	if err != nil {
+		e.EngineError = err.Error()
+		w.opts.Logger.Warn("engine scrape failed", "replica", t.Replica, "err", err)
+		e.Observation = knee.NewObservation()
+		e.Result = knee.Evaluate(e.Observation, nil, w.opts.Knee)
+		e.Result.Reason = ReasonEngineDown
+		return w.withCounters(e, s)
+	}
+	e.EngineUp = true
+	snap.AttachGPUs(gpus)
+	if err := s.window.Add(snap); err != nil {
+		w.opts.Logger.Warn("snapshot rejected", "replica", t.Replica, "err", err)
+	}
+	s.counters.add(snap, e.SLO)
+
+	e.Observation = Observe(s.window, snap.Time, e.SLO)
+	e.Result = knee.Evaluate(e.Observation, t.Profile, w.opts.Knee)
+	return w.withCounters(e, s)
+}
+
+func (w *Watcher) withCounters(e ReplicaEval, s *replicaState) ReplicaEval {
+	if e.SLO != nil && s.counters.prev != nil {
+		e.HasCounters = true
+		e.RequestsTotal = s.counters.total
+		e.GoodTTFTRequests = s.counters.goodTTFT
+		e.GoodTPOTRequests = s.counters.goodTPOT
+	}
+	return e
+}
+
+// Replicas returns the names of the watched replicas, sorted.
+func (w *Watcher) Replicas() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	names := make([]string, 0, len(w.targets))
+	for n := range w.targets {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

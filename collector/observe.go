@@ -1,0 +1,166 @@
+package collector
+
+import (
+	"math"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// Observe turns a replica's window into the knee package's Observation at
+// time at. Anything the window cannot compute stays unknown (NaN): a missing
+// signal, too few samples for a rate, an empty histogram window. slo gives
+// the thresholds attainment is measured against; it may be nil (no profile),
+// and then attainment stays unknown.
+func Observe(w *Window, at time.Time, slo *knee.SLO) knee.Observation {
+	o := knee.NewObservation()
+	value := func(v float64, err error) float64 {
+		if err != nil {
+			return knee.Unknown()
+		}
+		return v
+	}
+	o.Running = value(w.GaugeMean(at, SignalRunning))
+	o.Waiting = value(w.GaugeMean(at, SignalWaiting))
+	o.InFlight = value(w.GaugeMean(at, SignalRunning, SignalWaiting))
+	o.KVCacheUsage = value(w.GaugeMean(at, SignalKVUsage))
+	o.GPUUtilization = value(w.GaugeMean(at, SignalGPUUtilization))
+	o.QueueGrowthPerSecond = value(w.GaugeSlope(at, SignalWaiting))
+
+	o.OutputTokensPerSecond = value(w.Rate(SignalGenerationTokens, at))
+	o.PromptTokensPerSecond = value(w.Rate(SignalPromptTokens, at))
+	o.PreemptionsPerSecond = value(w.Rate(SignalPreemptions, at))
+
+	// Finished requests: the engine's own counter when it has one, else the
+	// count of the per-request latency histograms.
+	finished := SignalRequestsFinished
+	if _, ok := latest(w).Counter(finished); !ok {
+		finished = SignalUnknown
+	}
+	if finished != SignalUnknown {
+		o.RequestsPerSecond = value(w.Rate(finished, at))
+		o.MeanPromptTokens = value(w.CounterRatio(SignalPromptTokens, finished, at))
+		o.MeanOutputTokens = value(w.CounterRatio(SignalGenerationTokens, finished, at))
+	}
+
+	o.TTFT = quantiles(w, SignalTTFT, at)
+	tpot := tpotSignal(w)
+	o.TPOT = quantiles(w, tpot, at)
+	if slo != nil {
+		o.TTFTAttainment = attainment(w, SignalTTFT, slo.TTFT.Seconds(), at)
+		o.TPOTAttainment = attainment(w, tpot, slo.TPOT.Seconds(), at)
+	}
+	return o
+}
+
+// tpotSignal picks the per-request TPOT histogram when the engine has one
+// (vLLM V1, TGI), else the per-token inter-token latency (close for TPOT's
+// mean, coarser for its tail).
+func tpotSignal(w *Window) Signal {
+	if _, ok := latest(w).Histogram(SignalTPOT); ok {
+		return SignalTPOT
+	}
+	return SignalITL
+}
+
+func latest(w *Window) Snapshot {
+	s, _ := w.Latest()
+	return s
+}
+
+func quantiles(w *Window, sig Signal, at time.Time) knee.LatencyQuantiles {
+	q := func(phi float64) float64 {
+		v, err := w.HistogramQuantile(sig, phi, at)
+		if err != nil || math.IsNaN(v.Value) {
+			return knee.Unknown()
+		}
+		return v.Value
+	}
+	return knee.LatencyQuantiles{P50: q(0.5), P90: q(0.9), P99: q(0.99)}
+}
+
+func attainment(w *Window, sig Signal, threshold float64, at time.Time) float64 {
+	a, err := w.SLOAttainment(sig, threshold, at)
+	if err != nil || math.IsNaN(a.Ratio) {
+		return knee.Unknown()
+	}
+	return a.Ratio
+}
+
+// sloCounters accumulates, across scrapes, how many requests a replica
+// finished and how many met each SLO, so burn-rate rules can take rate()
+// over hours without kneewatch keeping hours of snapshots. Each scrape adds
+// the histogram's increase since the previous scrape (a decrease is a
+// counter reset: the new value is the increase).
+type sloCounters struct {
+	prev     map[Signal]Histogram
+	total    float64 // requests, from the TTFT histogram's count
+	goodTTFT float64
+	goodTPOT float64
+}
+
+func (c *sloCounters) add(s Snapshot, slo *knee.SLO) {
+	if slo == nil {
+		return
+	}
+	if c.prev == nil {
+		c.prev = map[Signal]Histogram{}
+	}
+	ttft, ttftOK := c.delta(s, SignalTTFT)
+	if ttftOK {
+		c.total += ttft.Count
+		if frac, _ := bucketFractionBelow(slo.TTFT.Seconds(), ttft.Buckets); !math.IsNaN(frac) {
+			c.goodTTFT += frac * ttft.Count
+		}
+	}
+	tpotSig := SignalTPOT
+	if _, ok := s.Histogram(tpotSig); !ok {
+		tpotSig = SignalITL
+	}
+	tpot, ok := c.delta(s, tpotSig)
+	if !ok {
+		return
+	}
+	frac, _ := bucketFractionBelow(slo.TPOT.Seconds(), tpot.Buckets)
+	if math.IsNaN(frac) {
+		return
+	}
+	// A per-token ITL histogram counts tokens, not requests: its share of
+	// good intervals stands in for the share of good requests.
+	n := tpot.Count
+	if tpotSig == SignalITL {
+		if !ttftOK {
+			return
+		}
+		n = ttft.Count
+	}
+	c.goodTPOT += frac * n
+}
+
+// delta returns the histogram's increase since the previous call and
+// remembers the current value. The first call only remembers.
+func (c *sloCounters) delta(s Snapshot, sig Signal) (Histogram, bool) {
+	cur, ok := s.Histogram(sig)
+	if !ok {
+		return Histogram{}, false
+	}
+	prev, had := c.prev[sig]
+	c.prev[sig] = cur
+	if !had {
+		return Histogram{}, false
+	}
+	d := Histogram{Count: cur.Count - prev.Count, Sum: cur.Sum - prev.Sum}
+	if d.Count < 0 || len(cur.Buckets) != len(prev.Buckets) {
+		d = cur // reset or new bucket layout: everything since is new
+	} else {
+		d.Buckets = make([]Bucket, len(cur.Buckets))
+		for i, b := range cur.Buckets {
+			if b.UpperBound != prev.Buckets[i].UpperBound || b.Count < prev.Buckets[i].Count {
+				d = cur
+				break
+			}
+			d.Buckets[i] = Bucket{UpperBound: b.UpperBound, Count: b.Count - prev.Buckets[i].Count}
+		}
+	}
+	return d, true
+}

@@ -1,0 +1,71 @@
+package sweep
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// ClosedLoop keeps Concurrency requests in flight against one client: each
+// worker sends its next request as soon as its previous one completes, as
+// vllm bench's --max-concurrency and GuideLLM's concurrent mode do. The
+// in-flight count is what the knee is measured in.
+type ClosedLoop struct {
+	Client *Client
+	// Next returns the next request; it is called from many goroutines.
+	Next func() Request
+	// OnResult receives every completed request; called from many goroutines.
+	OnResult func(Result)
+
+	concurrency atomic.Int64
+	mu          sync.Mutex
+	cancels     []context.CancelFunc
+	wg          sync.WaitGroup
+}
+
+// SetConcurrency changes the number of workers, starting or stopping them.
+// A stopped worker's request is cancelled.
+func (cl *ClosedLoop) SetConcurrency(ctx context.Context, n int) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for len(cl.cancels) < n {
+		wctx, cancel := context.WithCancel(ctx)
+		cl.cancels = append(cl.cancels, cancel)
+		cl.wg.Add(1)
+		go cl.worker(wctx)
+	}
+	for len(cl.cancels) > n {
+		last := len(cl.cancels) - 1
+		cl.cancels[last]()
+		cl.cancels = cl.cancels[:last]
+	}
+	cl.concurrency.Store(int64(n))
+}
+
+// Concurrency returns the current number of workers.
+func (cl *ClosedLoop) Concurrency() int { return int(cl.concurrency.Load()) }
+
+// Stop cancels every worker and waits for them.
+func (cl *ClosedLoop) Stop() {
+	cl.mu.Lock()
+	for _, c := range cl.cancels {
+		c()
+	}
+	cl.cancels = nil
+	cl.concurrency.Store(0)
+	cl.mu.Unlock()
+	cl.wg.Wait()
+}
+
+func (cl *ClosedLoop) worker(ctx context.Context) {
+	defer cl.wg.Done()
+	for ctx.Err() == nil {
+		res := cl.Client.Do(ctx, cl.Next())
+		if ctx.Err() != nil {
+			return // cancelled mid-request: not a measurement
+		}
+		if cl.OnResult != nil {
+			cl.OnResult(res)
+		}
+	}
+}
