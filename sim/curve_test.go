@@ -64,9 +64,6 @@ func table(levels []Level) string {
 // The simulator must have a real knee: throughput climbs then flattens, tail
 // latencies climb past the knee, the KV cache fills with concurrency.
 func TestChatCurveOn8BH100HasARealKnee(t *testing.T) {
-	if testing.Short() {
-		t.Skip("sweeps nine levels (about a second)")
-	}
 	levels := curve(t, "llama-3.1-8b-h100", "chat", chatSLO, powersOfTwo)
 	t.Logf("llama-3.1-8b-h100, chat, SLO p99 TTFT ≤ 500ms, p99 TPOT ≤ 30ms:\n%s", table(levels))
 

@@ -3,6 +3,8 @@ package workload
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -21,8 +23,8 @@ type Request struct {
 type Info struct {
 	// Source is the preset name, mix file or trace path.
 	Source string
-	// Mix is the mix drawn from; for a trace it is named after the file and
-	// has no distributions.
+	// Mix is the mix drawn from; for a trace it is named after the file's
+	// base name and has no distributions.
 	Mix              Mix
 	MeanPromptTokens float64
 	MeanOutputTokens float64
@@ -70,7 +72,7 @@ func NewTraceGenerator(t Trace) (*Generator, error) {
 	g := &Generator{
 		info: Info{
 			Source:           t.Source,
-			Mix:              Mix{Name: t.Source},
+			Mix:              Mix{Name: strings.TrimSuffix(filepath.Base(t.Source), filepath.Ext(t.Source))},
 			MeanPromptTokens: t.MeanPromptTokens(),
 			MeanOutputTokens: t.MeanOutputTokens(),
 			TraceRecords:     len(t.Records),

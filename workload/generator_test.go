@@ -67,8 +67,8 @@ func TestResolveFindsPresetsMixFilesAndTraces(t *testing.T) {
 	}{
 		{"chat", "chat", 199.3},
 		{"testdata/mix.yaml", "mix", 383.2},
-		{"testdata/azure.csv", "testdata/azure.csv", (374 + 396 + 879 + 91 + 91 + 4808) / 6.0},
-		{"testdata/untimed.jsonl", "testdata/untimed.jsonl", 15},
+		{"testdata/azure.csv", "azure", (374 + 396 + 879 + 91 + 91 + 4808) / 6.0},
+		{"testdata/untimed.jsonl", "untimed", 15},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {

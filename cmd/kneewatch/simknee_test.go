@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+func TestSimKneePrintsTheTrueKneeAsYAML(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a full knee search (about a second)")
+	}
+	var out, errb bytes.Buffer
+	args := []string{"sim", "knee", "--preset", "llama-3.1-8b-h100", "--workload", "chat",
+		"--slo-ttft", "500ms", "--slo-tpot", "30ms", "--seed", "1"}
+	if err := run(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, errb.String())
+	}
+	var prof knee.Profile
+	dec := yaml.NewDecoder(&out)
+	dec.KnownFields(true)
+	if err := dec.Decode(&prof); err != nil {
+		t.Fatalf("output is not a knee profile: %v", err)
+	}
+	if prof.Kind != knee.Kind || prof.Match.Model != "meta-llama/Llama-3.1-8B-Instruct" || prof.SLO.TPOT.Seconds() != 0.030 {
+		t.Errorf("profile header: kind %q model %q SLO %+v", prof.Kind, prof.Match.Model, prof.SLO)
+	}
+	// The knee meets the SLO and the next concurrency does not.
+	byC := map[float64]knee.Point{}
+	for _, pt := range prof.Points {
+		byC[pt.Concurrency] = pt
+	}
+	k := prof.Knee.Concurrency
+	if at, next := byC[k], byC[k+1]; k < 2 || !at.MeetsSLO || next.MeetsSLO || next.Concurrency != k+1 {
+		t.Errorf("knee %g: meets %v, knee+1 meets %v (present %v)", k, at.MeetsSLO, next.MeetsSLO, next.Concurrency == k+1)
+	}
+	if errb.Len() != 0 {
+		t.Errorf("unexpected stderr: %s", errb.String())
+	}
+}
+
+func TestSimKneeWarnsWhenTheSLOHoldsAtEveryLevel(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"sim", "knee", "--slo-ttft", "10s", "--slo-tpot", "1s", "--max-concurrency", "4"}
+	if err := run(context.Background(), args, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if want := "every level up to --max-concurrency 4 met the SLO; the knee is at least 4 (profile marked partial)"; !strings.Contains(errb.String(), want) {
+		t.Errorf("stderr %q lacks %q", errb.String(), want)
+	}
+	if !strings.Contains(out.String(), "partial: true") {
+		t.Error("profile not marked partial")
+	}
+}
+
+func TestSimKneeRejectsBadFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"TTFT SLO missing", []string{"--slo-tpot", "30ms"}, "sim knee: --slo-ttft is required and must be > 0 (e.g. 500ms)"},
+		{"TPOT SLO missing", []string{"--slo-ttft", "1s"}, "sim knee: --slo-tpot is required and must be > 0 (e.g. 30ms)"},
+		{"quantile out of range", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--slo-quantile", "99"}, "sim knee: --slo-quantile must be in (0,1), got 99"},
+		{"speed not positive", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--speed", "0"}, "sim knee: --speed must be > 0, got 0"},
+		{"unknown preset", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--preset", "h100"},
+			`sim knee: --preset: unknown simulator preset "h100" (known: [llama-3.1-8b-h100 llama-3.1-8b-l4 llama-3.3-70b-fp8-h200])`},
+		{"unknown workload", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--workload", "chit-chat"},
+			`sim knee: --workload: workload "chit-chat": not a preset (chat, code, long-context, rag, summarize) nor a .yaml/.yml mix file or .jsonl/.csv trace`},
+		{"missing preset file", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--preset-file", "testdata/none.yaml"},
+			"sim knee: --preset-file: reading preset override: open testdata/none.yaml: no such file or directory"},
+		{"stray argument", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "extra"}, `sim knee: unexpected arguments ["extra"]`},
+		{"SLO unreachable", []string{"--preset", "llama-3.1-8b-l4", "--slo-ttft", "1s", "--slo-tpot", "10ms", "--max-concurrency", "2"},
+			"sim knee: the SLO is not met even at concurrency 1: p99 TTFT 0.677s (SLO 1s), p99 TPOT 0.0631s (SLO 10ms)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(context.Background(), append([]string{"sim", "knee"}, tt.args...), &out, &errb)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("got %v\nwant %s", err, tt.want)
+			}
+			if out.Len() != 0 {
+				t.Errorf("printed a profile despite the error:\n%s", out.String())
+			}
+		})
+	}
+}
