@@ -1,0 +1,90 @@
+package rules
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// alertSpec is what one alert needs beyond the shared conventions.
+type alertSpec struct {
+	name     string
+	expr     parser.Expr
+	forDur   time.Duration
+	page     bool   // PageSeverity when true, else TicketSeverity
+	summary  string // one line, Go template over $labels and $value
+	desc     string // names replica and model and gives the numbers
+	fleet    bool   // link the fleet dashboard (model only) rather than the replica's
+	noLabels bool   // the alert has no replica or model (kneewatch itself absent)
+}
+
+// alert builds an alerting rule with severity, extra labels, and the
+// summary, description, runbook_url and dashboard_url annotations.
+func (g *generator) alert(s alertSpec) rulefmt.Rule {
+	ls := maps.Clone(g.o.ExtraLabels)
+	if ls == nil {
+		ls = map[string]string{}
+	}
+	ls["severity"] = g.o.TicketSeverity
+	if s.page {
+		ls["severity"] = g.o.PageSeverity
+	}
+	ann := map[string]string{
+		"summary":     s.summary,
+		"description": s.desc,
+		"runbook_url": strings.TrimSuffix(g.o.RunbookBaseURL, "/") + "/" + s.name + ".md",
+	}
+	if u := g.dashboardURL(s); u != "" {
+		ann["dashboard_url"] = u
+	}
+	return rulefmt.Rule{
+		Alert:       s.name,
+		Expr:        g.expr(s.name, s.expr),
+		For:         model.Duration(s.forDur),
+		Labels:      ls,
+		Annotations: ann,
+	}
+}
+
+// dashboardURL links the replica's (or the model's fleet) dashboard with its
+// variables set from the alert's labels; empty without a DashboardBaseURL.
+func (g *generator) dashboardURL(s alertSpec) string {
+	if g.o.DashboardBaseURL == "" {
+		return ""
+	}
+	base := strings.TrimSuffix(g.o.DashboardBaseURL, "/") + "/d/"
+	switch {
+	case s.noLabels:
+		return base + g.o.FleetDashboardUID
+	case s.fleet:
+		return base + g.o.FleetDashboardUID + "?var-model={{ $labels.model | urlquery }}"
+	default:
+		return base + g.o.ReplicaDashboardUID + "?var-model={{ $labels.model | urlquery }}&var-replica={{ $labels.replica | urlquery }}"
+	}
+}
+
+// pct formats a ratio as a percentage for annotation text ("20%").
+func pct(v float64) string { return strconv.FormatFloat(v*100, 'g', 4, 64) + "%" }
+
+// numText formats a number for annotation text without float noise.
+func numText(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// dur formats a duration the way Prometheus writes it ("10m", "1d").
+func dur(d time.Duration) string { return model.Duration(d).String() }
+
+// sortedKeys returns m's keys in order, so output and errors are stable.
+func sortedKeys(m map[string]string) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// round12 rounds v to 12 significant digits, so 1 − 0.99 prints as 0.01.
+func round12(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
+	return r
+}

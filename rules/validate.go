@@ -1,0 +1,293 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// problems collects every invalid option, each naming its field, so one run
+// reports them all.
+type problems []error
+
+func (p *problems) add(field, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+}
+
+// Validate reports every invalid option, naming its field.
+func (o Options) Validate() error {
+	var p problems
+	if o.Interval < 0 {
+		p.add("Interval", "must not be negative, got %s", o.Interval)
+	}
+	pp := parser.NewParser(parser.Options{})
+	checkLabelSelector(&p, pp, "Selector", o.Selector)
+	checkGroupBy(&p, o.GroupBy)
+	checkExtraLabels(&p, o.ExtraLabels)
+	notEmpty(&p, "PageSeverity", o.PageSeverity)
+	notEmpty(&p, "TicketSeverity", o.TicketSeverity)
+	checkBaseURL(&p, "RunbookBaseURL", o.RunbookBaseURL, true)
+	checkBaseURL(&p, "DashboardBaseURL", o.DashboardBaseURL, false)
+	if o.DashboardBaseURL != "" {
+		notEmpty(&p, "ReplicaDashboardUID", o.ReplicaDashboardUID)
+		notEmpty(&p, "FleetDashboardUID", o.FleetDashboardUID)
+	}
+
+	low, ex := o.HeadroomLow, o.HeadroomExhausted
+	ratioIn(&p, "HeadroomLow.Below", low.Below, false, true)
+	notNegative(&p, "HeadroomLow.For", low.For)
+	ratioIn(&p, "HeadroomExhausted.Below", ex.Below, true, false)
+	if ex.Below >= low.Below {
+		p.add("HeadroomExhausted.Below", "%v must be under HeadroomLow.Below (%v): the page is the more urgent alert", ex.Below, low.Below)
+	}
+	if !(ex.PredictBelow > ex.Below && ex.PredictBelow <= 1) {
+		p.add("HeadroomExhausted.PredictBelow", "%v must be above HeadroomExhausted.Below (%v) and at most 1", ex.PredictBelow, ex.Below)
+	}
+	positive(&p, "HeadroomExhausted.PredictLookback", ex.PredictLookback)
+	positive(&p, "HeadroomExhausted.PredictHorizon", ex.PredictHorizon)
+	notNegative(&p, "HeadroomExhausted.For", ex.For)
+
+	o.SLO.validate(&p)
+
+	kv := o.KVCache
+	ratioIn(&p, "KVCache.Margin", kv.Margin, true, false)
+	ratioIn(&p, "KVCache.MinUsage", kv.MinUsage, true, true)
+	if !(kv.PreemptionsPerSecond > 0) {
+		p.add("KVCache.PreemptionsPerSecond", "must be above 0, got %v", kv.PreemptionsPerSecond)
+	}
+	notNegative(&p, "KVCache.For", kv.For)
+
+	pr := o.Probes
+	positive(&p, "Probes.FailingWindow", pr.FailingWindow)
+	notNegative(&p, "Probes.FailingFor", pr.FailingFor)
+	positive(&p, "Probes.SuccessWindow", pr.SuccessWindow)
+	ratioIn(&p, "Probes.SuccessBelow", pr.SuccessBelow, false, true)
+	notNegative(&p, "Probes.SuccessFor", pr.SuccessFor)
+
+	notNegative(&p, "Fleet.For", o.Fleet.For)
+	labelValue(&p, "ProfileMissing.Reason", o.ProfileMissing.Reason)
+	notNegative(&p, "ProfileMissing.For", o.ProfileMissing.For)
+
+	d := o.ProfileDrift
+	if !(d.MixDriftAbove > 0) {
+		p.add("ProfileDrift.MixDriftAbove", "must be above 0, got %v", d.MixDriftAbove)
+	}
+	ratioIn(&p, "ProfileDrift.EfficiencyBelow", d.EfficiencyBelow, false, false)
+	labelValue(&p, "ProfileDrift.LoadDimension", d.LoadDimension)
+	labelValue(&p, "ProfileDrift.EffectiveLoadDimension", d.EffectiveLoadDimension)
+	notNegative(&p, "ProfileDrift.For", d.For)
+
+	notNegative(&p, "TargetDown.For", o.TargetDown.For)
+	checkAbsentSelector(&p, pp, o.Absent.Selector)
+	notNegative(&p, "Absent.For", o.Absent.For)
+
+	if r := o.Ruler; r.Enabled {
+		positive(&p, "Ruler.Window", r.Window)
+		checkLabelSelector(&p, pp, "Ruler.Selector", r.Selector)
+		labelName(&p, "Ruler.JoinLabel", r.JoinLabel)
+		metricName(&p, "Ruler.RunningMetric", r.RunningMetric)
+		metricName(&p, "Ruler.WaitingMetric", r.WaitingMetric)
+	}
+	o.PrometheusRule.validate(&p)
+
+	if len(p) == 0 {
+		return nil
+	}
+	return fmt.Errorf("rules: options: %w", errors.Join(p...))
+}
+
+func (s SLOOptions) validate(p *problems) {
+	ratioIn(p, "SLO.Objective", s.Objective, false, false)
+	budget := 1 - s.Objective
+	for _, set := range []struct {
+		kind    string
+		windows []BurnWindow
+	}{{"SLO.Page", s.Page}, {"SLO.Ticket", s.Ticket}} {
+		kind, windows := set.kind, set.windows
+		if len(windows) == 0 {
+			p.add(kind, "needs at least one burn window")
+		}
+		for i, w := range windows {
+			field := fmt.Sprintf("%s[%d]", kind, i)
+			if !(w.Short > 0 && w.Long > w.Short) {
+				p.add(field, "needs 0 < Short < Long, got Short %s, Long %s", w.Short, w.Long)
+			}
+			switch {
+			case !(w.Factor > 0):
+				p.add(field+".Factor", "must be above 0, got %v", w.Factor)
+			case s.Objective > 0 && s.Objective < 1 && w.Factor*budget >= 1:
+				p.add(field+".Factor", "%v × the error budget %.3g is %.3g, an error ratio above 1, so the alert could never fire (raise SLO.Objective or lower the factor)",
+					w.Factor, budget, w.Factor*budget)
+			}
+		}
+	}
+	notNegative(p, "SLO.PageFor", s.PageFor)
+	notNegative(p, "SLO.TicketFor", s.TicketFor)
+}
+
+// Kubernetes object names and label syntax (RFC 1123 and the label rules).
+var (
+	dnsSubdomain  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	dnsLabel      = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	k8sLabelName  = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
+	k8sLabelValue = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`)
+)
+
+func (r PrometheusRuleOptions) validate(p *problems) {
+	if !(dnsSubdomain.MatchString(r.Name) && len(r.Name) <= 253) {
+		p.add("PrometheusRule.Name", "%q is not a Kubernetes object name (lowercase letters, digits, '-' and '.')", r.Name)
+	}
+	if r.Namespace != "" && !(dnsLabel.MatchString(r.Namespace) && len(r.Namespace) <= 63) {
+		p.add("PrometheusRule.Namespace", "%q is not a Kubernetes namespace name", r.Namespace)
+	}
+	for _, k := range sortedKeys(r.Labels) {
+		checkK8sLabel(p, "PrometheusRule.Labels", k, r.Labels[k])
+	}
+	if r.Release != "" {
+		checkK8sLabel(p, "PrometheusRule.Release", "release", r.Release)
+	}
+}
+
+func checkK8sLabel(p *problems, field, k, v string) {
+	if !k8sLabelName.MatchString(k) || len(k) > 317 {
+		p.add(field, "%q is not a Kubernetes label name", k)
+	}
+	if !k8sLabelValue.MatchString(v) || len(v) > 63 {
+		p.add(field, "label %s: %q is not a Kubernetes label value (at most 63 letters, digits, '-', '_' or '.')", k, v)
+	}
+}
+
+// reservedAlertLabels are set by the rules or by Prometheus; extra labels may
+// not override them.
+var reservedAlertLabels = []string{"alertname", "severity", "replica", "model", "profile", "slo", "source", "signal", "job", "instance"}
+
+func checkExtraLabels(p *problems, ls map[string]string) {
+	for _, k := range sortedKeys(ls) {
+		labelName(p, "ExtraLabels", k)
+		if slices.Contains(reservedAlertLabels, k) {
+			p.add("ExtraLabels", "%q is set by the rules themselves or by Prometheus", k)
+		}
+		if !utf8.ValidString(ls[k]) {
+			p.add("ExtraLabels", "label %s: value is not valid UTF-8", k)
+		}
+	}
+}
+
+func checkGroupBy(p *problems, names []string) {
+	for i, n := range names {
+		field := fmt.Sprintf("GroupBy[%d]", i)
+		labelName(p, field, n)
+		if slices.Contains([]string{"replica", "model", "profile", "slo", "signal"}, n) {
+			p.add(field, "%q is already kept by every aggregation", n)
+		}
+		if slices.Contains(names[:i], n) {
+			p.add(field, "%q is listed twice", n)
+		}
+	}
+}
+
+func checkLabelSelector(p *problems, pp parser.Parser, field, s string) {
+	if s == "" {
+		return
+	}
+	ms, err := pp.ParseMetricSelector(s)
+	if err != nil {
+		p.add(field, "%q is not a label selector like {job=\"kneewatch\"}: %v", s, err)
+		return
+	}
+	for _, m := range ms {
+		if m.Name == labels.MetricName {
+			p.add(field, "%q must not name a metric, only labels", s)
+		}
+	}
+}
+
+func checkAbsentSelector(p *problems, pp parser.Parser, s string) {
+	ms, err := pp.ParseMetricSelector(s)
+	if err != nil {
+		p.add("Absent.Selector", "%q is not a series selector like up{job=\"kneewatch\"}: %v", s, err)
+		return
+	}
+	for _, m := range ms {
+		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+			return
+		}
+	}
+	p.add("Absent.Selector", "%q must name a metric, e.g. up{job=\"kneewatch\"}", s)
+}
+
+func checkBaseURL(p *problems, field, s string, required bool) {
+	if s == "" {
+		if required {
+			p.add(field, "must be set")
+		}
+		return
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.add(field, "%q is not an absolute http(s) URL", s)
+	}
+}
+
+func ratioIn(p *problems, field string, v float64, zeroOK, oneOK bool) {
+	lo, hi := "(0", "1)"
+	if zeroOK {
+		lo = "[0"
+	}
+	if oneOK {
+		hi = "1]"
+	}
+	okLo := v > 0 || (zeroOK && v == 0)
+	okHi := v < 1 || (oneOK && v == 1)
+	if !okLo || !okHi {
+		p.add(field, "%v is outside %s, %s", v, lo, hi)
+	}
+}
+
+func positive(p *problems, field string, d time.Duration) {
+	if d <= 0 {
+		p.add(field, "must be above 0, got %s", d)
+	} else if d%time.Millisecond != 0 {
+		p.add(field, "must be whole milliseconds, got %s", d)
+	}
+}
+
+func notNegative(p *problems, field string, d time.Duration) {
+	if d < 0 {
+		p.add(field, "must not be negative, got %s", d)
+	} else if d%time.Millisecond != 0 {
+		p.add(field, "must be whole milliseconds, got %s", d)
+	}
+}
+
+func notEmpty(p *problems, field, s string) {
+	if s == "" {
+		p.add(field, "must be set")
+	}
+}
+
+func labelName(p *problems, field, s string) {
+	if !model.LegacyValidation.IsValidLabelName(s) {
+		p.add(field, "%q is not a valid label name (want [a-zA-Z_][a-zA-Z0-9_]*)", s)
+	}
+}
+
+func labelValue(p *problems, field, s string) {
+	if s == "" || !utf8.ValidString(s) {
+		p.add(field, "must be a non-empty UTF-8 label value, got %q", s)
+	}
+}
+
+func metricName(p *problems, field, s string) {
+	if !model.LegacyValidation.IsValidMetricName(s) {
+		p.add(field, "%q is not a valid metric name", s)
+	}
+}
