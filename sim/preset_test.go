@@ -30,13 +30,13 @@ func TestKVCapacityFollowsTheMemoryFormula(t *testing.T) {
 		preset string
 		blocks int
 	}{
-		// (81559 MiB × 0.9 − 16.06e9 − 2 GiB) ÷ (128 KiB × 16) = 28019.
+		// (79.2 GiB × 0.9 − 16.06e9 − 2 GiB) ÷ (128 KiB × 16) = 27813.
 		// CALIBRATION.md estimates ≈ 27,000–28,000 blocks for vLLM on an H100.
-		{"llama-3.1-8b-h100", 28019},
-		// (23034 MiB × 0.9 − 16.06e9 − 1 GiB) ÷ 2 MiB = 2195: ≈ 35k tokens.
-		{"llama-3.1-8b-l4", 2195},
-		// (143771 MiB × 0.9 − 70.5e9 − 4 GiB) ÷ (320 KiB × 16) = 11612.
-		{"llama-3.3-70b-fp8-h200", 11612},
+		{"llama-3.1-8b-h100", 27813},
+		// (24e9 × 0.9 − 16.06e9 − 1 GiB) ÷ 2 MiB = 2129: ≈ 34k tokens.
+		{"llama-3.1-8b-l4", 2129},
+		// (139.8 GiB × 0.9 − 70.5e9 − 4 GiB) ÷ (320 KiB × 16) = 11501.
+		{"llama-3.3-70b-fp8-h200", 11501},
 	}
 	for _, tt := range tests {
 		p, _ := LoadPreset(tt.preset)
@@ -67,7 +67,7 @@ func TestInvalidOverridesAreRejectedWithTheField(t *testing.T) {
 		"invalid-unknown-key.yaml": "testdata/preset/invalid-unknown-key.yaml: yaml: unmarshal errors:\n  line 2: field max_num_sequences not found in type sim.Preset",
 		"invalid-efficiency.yaml":  `testdata/preset/invalid-efficiency.yaml: preset "llama-3.1-8b-h100": compute_efficiency must be at most 1, got 1.5`,
 		"invalid-no-kv-room.yaml":  `testdata/preset/invalid-no-kv-room.yaml: preset "llama-3.1-8b-h100": no room for a KV cache: gpu_memory_bytes × gpu_memory_utilization (1.53e+10) − weight_bytes (1.61e+10) − activation_reserve_bytes (2.15e+09) is not positive`,
-		"invalid-model-len.yaml":   `testdata/preset/invalid-model-len.yaml: preset "llama-3.1-8b-h100": max_model_len 131072 needs 8192 KV blocks but only 3551 fit (56816 tokens); lower max_model_len`,
+		"invalid-model-len.yaml":   `testdata/preset/invalid-model-len.yaml: preset "llama-3.1-8b-h100": max_model_len 131072 needs 8192 KV blocks but only 3483 fit (55728 tokens); lower max_model_len`,
 		"invalid-type.yaml":        "testdata/preset/invalid-type.yaml: yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `fast` into time.Duration",
 	}
 	files, _ := filepath.Glob("testdata/preset/invalid-*.yaml")

@@ -6,9 +6,9 @@ import "slices"
 // prompt and output lengths are right-skewed; the clamps keep the tails inside
 // what an 8B serving config accepts. Means (from Dist.Mean) are noted on each.
 var presets = map[string]Mix{
-	// Chat: ShareGPT-like conversations. vLLM's benchmarks quote ShareGPT
-	// averages of 202 prompt / 179 output tokens; this mix has means of about
-	// 200 / 180.
+	// Chat: ShareGPT-like conversations. vLLM's v0.6.0 performance blog (as
+	// quoted in the project's CALIBRATION.md) gives ShareGPT averages of 202
+	// prompt / 179 output tokens; this mix has means of about 200 / 180.
 	"chat": {
 		Name:   "chat",
 		Prompt: Dist{Kind: KindLognormal, Median: 133, Sigma: 0.9, Min: 4, Max: 4096},
