@@ -86,9 +86,13 @@ func (d Dist) Validate() error {
 	}
 }
 
-// bounds are the inclusive clamp of a lognormal: at least 1 token, Max when set.
+// maxTokens caps an unbounded lognormal so a far tail draw stays a valid int.
+const maxTokens = 1 << 30
+
+// bounds are the inclusive clamp of a lognormal: at least 1 token, Max when
+// set, else maxTokens.
 func (d Dist) bounds() (lo, hi float64) {
-	lo, hi = float64(max(d.Min, 1)), math.Inf(1)
+	lo, hi = float64(max(d.Min, 1)), maxTokens
 	if d.Max > 0 {
 		hi = float64(d.Max)
 	}
@@ -128,14 +132,10 @@ func (d Dist) Mean() float64 {
 		}
 		mu, s := math.Log(d.Median), d.Sigma
 		a := (math.Log(lo) - mu) / s
-		b := (math.Log(hi) - mu) / s // +Inf when unbounded
+		b := (math.Log(hi) - mu) / s
 		// E[X; a<Z<b] = exp(μ+σ²/2)·(Φ(b−σ) − Φ(a−σ)).
 		body := math.Exp(mu+s*s/2) * (phi(b-s) - phi(a-s))
-		upper := 0.0
-		if !math.IsInf(hi, 1) {
-			upper = hi * (1 - phi(b))
-		}
-		return lo*phi(a) + body + upper
+		return lo*phi(a) + body + hi*(1-phi(b))
 	}
 	return 0
 }
