@@ -53,7 +53,11 @@ type Replica struct {
 	faults  faultState
 	act     activity
 	lastEnd time.Time // end of the latest step, in wall time
-	closed  bool
+	// continuous is true while the driver steps back to back (no idle or
+	// stall since the latest step).
+	continuous bool
+	lastSubmit time.Time
+	closed     bool
 }
 
 // stream is one request's link between the driver and its HTTP handler.
@@ -126,7 +130,7 @@ func (r *Replica) resetLocked() error {
 	}
 	r.engine, r.reg, r.rec = eng, reg, rec
 	r.gen++
-	r.lastEnd = time.Time{}
+	r.lastEnd, r.continuous = time.Time{}, false
 	rec.state(eng.State())
 	return nil
 }
@@ -172,6 +176,7 @@ func (r *Replica) submit(promptTokens, maxTokens int) (*stream, error) {
 	if err := r.engine.Submit(req); err != nil {
 		return nil, err
 	}
+	r.lastSubmit = req.Arrival
 	s := &stream{req: req, notify: make(chan struct{}, 1)}
 	r.streams[req] = s
 	r.rec.submitted(promptTokens, maxTokens)
