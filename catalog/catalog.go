@@ -13,6 +13,7 @@ const (
 	Gauge     MetricType = "gauge"
 	Counter   MetricType = "counter"
 	Histogram MetricType = "histogram"
+	Summary   MetricType = "summary"
 )
 
 // MetricDesc declares one metric family kneewatch exports. The catalog is data
@@ -62,10 +63,10 @@ var (
 		"Requests the replica finished, accumulated by kneewatch from the engine's latency histograms (for burn-rate windows).", replicaLabels}
 	MetricReplicaGoodRequests = MetricDesc{"kneewatch_replica_slo_good_requests_total", Counter,
 		"Requests within the SLO threshold, per SLO (ttft, tpot), accumulated by kneewatch (interpolated within a bucket when the threshold is not a bucket edge).", withLabels("slo")}
-	MetricReplicaTTFT = MetricDesc{"kneewatch_replica_ttft_seconds", Gauge,
-		"Time to first token over the window, at the given quantile (server-side histogram).", withLabels("quantile")}
-	MetricReplicaTPOT = MetricDesc{"kneewatch_replica_tpot_seconds", Gauge,
-		"Time per output token over the window, at the given quantile (server-side histogram).", withLabels("quantile")}
+	MetricReplicaTTFT = MetricDesc{"kneewatch_replica_ttft_seconds", Summary,
+		"Time to first token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window; count and sum accumulate since kneewatch started.", replicaLabels}
+	MetricReplicaTPOT = MetricDesc{"kneewatch_replica_tpot_seconds", Summary,
+		"Time per output token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window; count and sum accumulate since kneewatch started.", replicaLabels}
 	MetricReplicaKV = MetricDesc{"kneewatch_replica_kv_cache_usage_ratio", Gauge,
 		"Mean KV-cache usage over the window, 0 to 1.", replicaLabels}
 	MetricReplicaPreemptions = MetricDesc{"kneewatch_replica_preemptions_per_second", Gauge,
@@ -89,9 +90,9 @@ var (
 	MetricKneeKV = MetricDesc{"kneewatch_knee_kv_cache_usage_ratio", Gauge,
 		"KV-cache usage at the replica's knee.", replicaLabels}
 	MetricSLOTTFT = MetricDesc{"kneewatch_slo_ttft_seconds", Gauge,
-		"The TTFT threshold of the replica's SLO.", withLabels("quantile")}
+		"The TTFT threshold of the replica's SLO, at the SLO's quantile (slo_quantile).", withLabels("slo_quantile")}
 	MetricSLOTPOT = MetricDesc{"kneewatch_slo_tpot_seconds", Gauge,
-		"The TPOT threshold of the replica's SLO.", withLabels("quantile")}
+		"The TPOT threshold of the replica's SLO, at the SLO's quantile (slo_quantile).", withLabels("slo_quantile")}
 	MetricFleetReplicas = MetricDesc{"kneewatch_fleet_replicas", Gauge,
 		"Replicas of the model whose evaluation is ok.", []string{"model"}}
 	MetricFleetNeeded = MetricDesc{"kneewatch_fleet_replicas_needed", Gauge,
@@ -156,17 +157,22 @@ func All() []MetricDesc {
 }
 
 // Lookup returns the family with the given name (a histogram also answers to
-// its _bucket, _sum and _count series names).
+// its _bucket, _sum and _count series names, a summary to _sum and _count).
 func Lookup(name string) (MetricDesc, bool) {
 	for _, d := range All() {
 		if d.Name == name {
 			return d, true
 		}
-		if d.Type == Histogram {
-			for _, s := range []string{"_bucket", "_sum", "_count"} {
-				if name == d.Name+s {
-					return d, true
-				}
+		var suffixes []string
+		switch d.Type {
+		case Histogram:
+			suffixes = []string{"_bucket", "_sum", "_count"}
+		case Summary:
+			suffixes = []string{"_sum", "_count"}
+		}
+		for _, s := range suffixes {
+			if name == d.Name+s {
+				return d, true
 			}
 		}
 	}

@@ -65,7 +65,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(e.descs[m.Name], vt, v, labels...)
 	}
 	for i := range r.Replicas {
-		e.collectReplica(&r.Replicas[i], emit)
+		e.collectReplica(ch, &r.Replicas[i], emit)
 	}
 	for model, f := range r.Fleet {
 		emit(catalog.MetricFleetReplicas, float64(f.Available), model)
@@ -83,7 +83,23 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
-func (e *Exporter) collectReplica(re *ReplicaEval, emit func(catalog.MetricDesc, float64, ...string)) {
+// summary exports windowed quantiles as a summary, as client_golang's own
+// Summary does (quantiles over a sliding window, count and sum cumulative);
+// an unknown quantile is left out.
+func (e *Exporter) summary(ch chan<- prometheus.Metric, m catalog.MetricDesc, q knee.LatencyQuantiles, count, sum float64, labels []string) {
+	quantiles := map[float64]float64{}
+	for phi, v := range map[float64]float64{0.5: q.P50, 0.9: q.P90, 0.99: q.P99} {
+		if knee.Known(v) {
+			quantiles[phi] = v
+		}
+	}
+	if len(quantiles) == 0 && count == 0 {
+		return
+	}
+	ch <- prometheus.MustNewConstSummary(e.descs[m.Name], uint64(count), sum, quantiles, labels...)
+}
+
+func (e *Exporter) collectReplica(ch chan<- prometheus.Metric, re *ReplicaEval, emit func(catalog.MetricDesc, float64, ...string)) {
 	emit(catalog.MetricTargetUp, boolValue(re.EngineUp), re.Replica, "engine")
 	emit(catalog.MetricScrapeDuration, re.EngineDuration.Seconds(), re.Replica, "engine")
 	if re.DCGMConfigured {
@@ -126,13 +142,12 @@ func (e *Exporter) collectReplica(re *ReplicaEval, emit func(catalog.MetricDesc,
 	emit(catalog.MetricReplicaGPUUtil, o.GPUUtilization, l...)
 	emit(catalog.MetricReplicaAttainment, o.TTFTAttainment, with("ttft")...)
 	emit(catalog.MetricReplicaAttainment, o.TPOTAttainment, with("tpot")...)
-	for _, q := range []struct {
-		label    string
-		ttft, tp float64
-	}{{"0.5", o.TTFT.P50, o.TPOT.P50}, {"0.9", o.TTFT.P90, o.TPOT.P90}, {"0.99", o.TTFT.P99, o.TPOT.P99}} {
-		emit(catalog.MetricReplicaTTFT, q.ttft, with(q.label)...)
-		emit(catalog.MetricReplicaTPOT, q.tp, with(q.label)...)
+	var ttftCount, ttftSum, tpotCount, tpotSum float64
+	if re.HasCounters {
+		ttftCount, ttftSum, tpotCount, tpotSum = re.RequestsTotal, re.TTFTSum, re.TPOTCount, re.TPOTSum
 	}
+	e.summary(ch, catalog.MetricReplicaTTFT, o.TTFT, ttftCount, ttftSum, l)
+	e.summary(ch, catalog.MetricReplicaTPOT, o.TPOT, tpotCount, tpotSum, l)
 
 	if !res.OK {
 		return

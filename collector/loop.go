@@ -90,6 +90,9 @@ type replicaState struct {
 	target   Target
 	window   *Window
 	counters sloCounters
+	// model is the last model the engine reported, so a failed scrape
+	// keeps the replica's series under the same labels.
+	model string
 }
 
 // Round is the result of one evaluation round. It is never modified after
@@ -119,11 +122,15 @@ type ReplicaEval struct {
 	SLO         *knee.SLO  // nil without a profile
 	Knee        *knee.Knee // nil without a profile
 
-	// Cumulative request counts for burn-rate rules; valid when HasCounters.
+	// Cumulative request counts for burn-rate rules, and the TTFT and TPOT
+	// histograms' accumulated counts and sums; valid when HasCounters.
 	HasCounters      bool
 	RequestsTotal    float64
 	GoodTTFTRequests float64
 	GoodTPOTRequests float64
+	TTFTSum          float64
+	TPOTCount        float64
+	TPOTSum          float64
 }
 
 // ReasonEngineDown marks a replica whose engine metrics could not be
@@ -227,7 +234,11 @@ func (w *Watcher) EvaluateOnce(ctx context.Context) *Round {
 		}()
 	}
 	wg.Wait()
+	return w.publish(evals)
+}
 
+// publish summarizes the fleet and makes the round the latest.
+func (w *Watcher) publish(evals []ReplicaEval) *Round {
 	byModel := map[string][]knee.Result{}
 	for _, e := range evals {
 		if e.Model != "" {
@@ -277,9 +288,31 @@ func (w *Watcher) scrapeDCGM(ctx context.Context, states []*replicaState) map[st
 	return out
 }
 
+// scrapeOutcome is what one round fetched for one replica.
+type scrapeOutcome struct {
+	snap     Snapshot
+	err      error
+	duration time.Duration
+	dcgm     *dcgmResult // nil when the replica has no DCGM target
+}
+
 func (w *Watcher) evaluate(ctx context.Context, s *replicaState, dcgm map[string]dcgmResult) ReplicaEval {
 	t := s.target
-	e := ReplicaEval{Replica: t.Replica, Model: t.Model, Profile: t.ProfileName}
+	start := time.Now()
+	snap, err := NewScraper(t.Client, w.opts.Limits).Scrape(ctx, t.MetricsURL, Options{Engine: t.Engine, Model: t.Model})
+	out := scrapeOutcome{snap: snap, err: err, duration: time.Since(start)}
+	if d := t.DCGM; d != nil {
+		r := dcgm[d.URL]
+		out.dcgm = &r
+	}
+	return w.assess(s, out)
+}
+
+// assess folds one round's scrapes into the replica's window and evaluates
+// it. It does no I/O, so tests can feed it a fixed sequence of snapshots.
+func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
+	t := s.target
+	e := ReplicaEval{Replica: t.Replica, Model: t.Model, Profile: t.ProfileName, EngineDuration: out.duration}
 	switch {
 	case t.Profile != nil:
 		slo, k := t.Profile.SLO, t.Profile.Knee
@@ -288,23 +321,22 @@ func (w *Watcher) evaluate(ctx context.Context, s *replicaState, dcgm map[string
 		slo := t.SLO
 		e.SLO = &slo
 	}
-	start := time.Now()
-	snap, err := NewScraper(t.Client, w.opts.Limits).Scrape(ctx, t.MetricsURL, Options{Engine: t.Engine, Model: t.Model})
-	e.EngineDuration = time.Since(start)
+	if out.err == nil && out.snap.Model != "" {
+		s.model = out.snap.Model
+	}
 	if e.Model == "" {
-		e.Model = snap.Model
+		e.Model = s.model
 	}
 
 	var gpus []GPUSnapshot
-	if d := t.DCGM; d != nil {
+	if d := t.DCGM; d != nil && out.dcgm != nil {
 		e.DCGMConfigured = true
-		res := dcgm[d.URL]
-		e.DCGMDuration = res.duration
+		e.DCGMDuration = out.dcgm.duration
 		switch {
-		case res.err != nil:
-			e.DCGMError = res.err.Error()
+		case out.dcgm.err != nil:
+			e.DCGMError = out.dcgm.err.Error()
 		default:
-			gpus = d.selectGPUs(res.snap)
+			gpus = d.selectGPUs(out.dcgm.snap)
 			if len(gpus) == 0 {
 				e.DCGMError = "no GPU matches the replica's selector"
 			} else {
@@ -313,15 +345,16 @@ func (w *Watcher) evaluate(ctx context.Context, s *replicaState, dcgm map[string
 		}
 	}
 
-	if err != nil {
-		e.EngineError = err.Error()
-		w.opts.Logger.Warn("engine scrape failed", "replica", t.Replica, "err", err)
+	if out.err != nil {
+		e.EngineError = out.err.Error()
+		w.opts.Logger.Warn("engine scrape failed", "replica", t.Replica, "err", out.err)
 		e.Observation = knee.NewObservation()
 		e.Result = knee.Evaluate(e.Observation, nil, w.opts.Knee)
 		e.Result.Reason = ReasonEngineDown
 		return w.withCounters(e, s)
 	}
 	e.EngineUp = true
+	snap := out.snap
 	snap.AttachGPUs(gpus)
 	if err := s.window.Add(snap); err != nil {
 		w.opts.Logger.Warn("snapshot rejected", "replica", t.Replica, "err", err)
@@ -339,6 +372,7 @@ func (w *Watcher) withCounters(e ReplicaEval, s *replicaState) ReplicaEval {
 		e.RequestsTotal = s.counters.total
 		e.GoodTTFTRequests = s.counters.goodTTFT
 		e.GoodTPOTRequests = s.counters.goodTPOT
+		e.TTFTSum, e.TPOTCount, e.TPOTSum = s.counters.sumTTFT, s.counters.countTPOT, s.counters.sumTPOT
 	}
 	return e
 }

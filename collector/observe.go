@@ -97,6 +97,9 @@ type sloCounters struct {
 	total    float64 // requests, from the TTFT histogram's count
 	goodTTFT float64
 	goodTPOT float64
+	// Observation counts and sums of the TTFT and TPOT histograms, for the
+	// exported summaries' _count and _sum.
+	sumTTFT, countTPOT, sumTPOT float64
 }
 
 func (c *sloCounters) add(s Snapshot, slo *knee.SLO) {
@@ -109,6 +112,7 @@ func (c *sloCounters) add(s Snapshot, slo *knee.SLO) {
 	ttft, ttftOK := c.delta(s, SignalTTFT)
 	if ttftOK {
 		c.total += ttft.Count
+		c.sumTTFT += ttft.Sum
 		if frac, _ := bucketFractionBelow(slo.TTFT.Seconds(), ttft.Buckets); !math.IsNaN(frac) {
 			c.goodTTFT += frac * ttft.Count
 		}
@@ -121,6 +125,8 @@ func (c *sloCounters) add(s Snapshot, slo *knee.SLO) {
 	if !ok {
 		return
 	}
+	c.countTPOT += tpot.Count
+	c.sumTPOT += tpot.Sum
 	frac, _ := bucketFractionBelow(slo.TPOT.Seconds(), tpot.Buckets)
 	if math.IsNaN(frac) {
 		return

@@ -147,6 +147,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 				return sweep.Request{PromptTokens: w.PromptTokens, MaxTokens: w.OutputTokens}
 			},
 			OnResult: f.errs.observe,
+			Ramp:     5 * time.Second,
 		}
 		loop.SetConcurrency(ctx, c)
 		f.loops = append(f.loops, loop)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ClosedLoop keeps Concurrency requests in flight against one client: each
@@ -16,6 +17,10 @@ type ClosedLoop struct {
 	Next func() Request
 	// OnResult receives every completed request; called from many goroutines.
 	OnResult func(Result)
+	// Ramp spreads the first requests of newly started workers evenly over
+	// this long, so a level does not begin with one synchronized prefill
+	// wave that no steady load would produce.
+	Ramp time.Duration
 
 	concurrency atomic.Int64
 	mu          sync.Mutex
@@ -28,11 +33,16 @@ type ClosedLoop struct {
 func (cl *ClosedLoop) SetConcurrency(ctx context.Context, n int) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
+	added, have := n-len(cl.cancels), len(cl.cancels)
 	for len(cl.cancels) < n {
 		wctx, cancel := context.WithCancel(ctx)
+		var delay time.Duration
+		if added > 1 {
+			delay = cl.Ramp * time.Duration(len(cl.cancels)-have) / time.Duration(added)
+		}
 		cl.cancels = append(cl.cancels, cancel)
 		cl.wg.Add(1)
-		go cl.worker(wctx)
+		go cl.worker(wctx, delay)
 	}
 	for len(cl.cancels) > n {
 		last := len(cl.cancels) - 1
@@ -57,8 +67,17 @@ func (cl *ClosedLoop) Stop() {
 	cl.wg.Wait()
 }
 
-func (cl *ClosedLoop) worker(ctx context.Context) {
+func (cl *ClosedLoop) worker(ctx context.Context, delay time.Duration) {
 	defer cl.wg.Done()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 	for ctx.Err() == nil {
 		res := cl.Client.Do(ctx, cl.Next())
 		if ctx.Err() != nil {

@@ -1,0 +1,258 @@
+package collector
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/kneewatch/kneewatch/catalog"
+	"github.com/kneewatch/kneewatch/internal/testtools"
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// vllmTTFTBounds and vllmTPOTBounds are vLLM V1's bucket edges.
+var (
+	vllmTTFTBounds = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
+	vllmTPOTBounds = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
+)
+
+// histogramOf builds a cumulative histogram in which each observation value
+// in obs was seen n times.
+func histogramOf(bounds []float64, obs map[float64]float64) Histogram {
+	h := Histogram{}
+	for _, b := range append(append([]float64{}, bounds...), inf) {
+		var c float64
+		for v, n := range obs {
+			if v <= b {
+				c += n
+			}
+		}
+		h.Buckets = append(h.Buckets, Bucket{UpperBound: b, Count: c})
+	}
+	for v, n := range obs {
+		h.Count += n
+		h.Sum += v * n
+	}
+	return h
+}
+
+var inf = func() float64 { var z float64; return 1 / z }()
+
+// replicaSnapshot is a vLLM replica after i intervals of steady load: 40 in
+// flight, 2000 output and 1000 prompt tokens/s, 10 requests/s of which 90%
+// have a 50 ms TTFT and 10% a 300 ms TTFT.
+func replicaSnapshot(t0 time.Time, i int) Snapshot {
+	s := newSnapshot("vllm")
+	s.Time = t0.Add(time.Duration(i) * 5 * time.Second)
+	s.Model = "meta-llama/Llama-3.1-8B-Instruct"
+	s.Gauges[SignalRunning] = 36
+	s.Gauges[SignalWaiting] = 4
+	s.Gauges[SignalKVUsage] = 0.3
+	n := float64(i) * 5
+	s.Counters[SignalGenerationTokens] = 2000 * n
+	s.Counters[SignalPromptTokens] = 1000 * n
+	s.Counters[SignalRequestsFinished] = 10 * n
+	s.Counters[SignalPreemptions] = 0
+	s.Histograms[SignalTTFT] = histogramOf(vllmTTFTBounds, map[float64]float64{0.05: 9 * n, 0.3: 1 * n})
+	s.Histograms[SignalTPOT] = histogramOf(vllmTPOTBounds, map[float64]float64{0.02: 10 * n})
+	return s
+}
+
+func loadValidProfile(t *testing.T) *knee.Profile {
+	t.Helper()
+	p, err := knee.Load(filepath.Join(testtools.ModuleRoot(), "knee", "testdata", "valid.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// fixedRound feeds a fixed sequence of scrapes through a watcher: replica
+// "ok" is healthy with a profile and a GPU, "noprofile" has none, and
+// "down" serves metrics until its last scrape fails.
+func fixedRound(t *testing.T) *Round {
+	t.Helper()
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	prof := loadValidProfile(t)
+	const last = 14 // 70 s of scrapes: the 1 m window is full
+	clock := t0.Add(last * 5 * time.Second)
+	w := NewWatcher(WatcherOptions{Interval: 5 * time.Second, Window: time.Minute, TargetHeadroom: 0.2, Now: func() time.Time { return clock }})
+	targets := []Target{
+		{Replica: "ok", ProfileName: "valid", Profile: prof, DCGM: &DCGMTarget{URL: "dcgm", Selectors: []GPUSelector{{Pod: "ok", Namespace: "llm"}}}},
+		{Replica: "noprofile", SLO: prof.SLO},
+		{Replica: "down", ProfileName: "valid", Profile: prof},
+	}
+	if err := w.SetTargets(targets); err != nil {
+		t.Fatal(err)
+	}
+	gpu := DCGMSnapshot{GPUs: []GPUSnapshot{{
+		Labels: GPULabels{GPU: "0", UUID: "GPU-1", Pod: "ok", Namespace: "llm"},
+		Gauges: map[Signal]float64{SignalGPUUtilization: 0.93},
+	}}}
+	var evals []ReplicaEval
+	for i := 0; i <= last; i++ {
+		evals = evals[:0]
+		for _, name := range []string{"down", "noprofile", "ok"} {
+			out := scrapeOutcome{snap: replicaSnapshot(t0, i), duration: 12 * time.Millisecond}
+			if name == "ok" {
+				out.dcgm = &dcgmResult{snap: gpu, duration: 3 * time.Millisecond}
+			}
+			if name == "down" && i == last {
+				out = scrapeOutcome{err: errors.New("connection refused"), duration: time.Millisecond}
+			}
+			evals = append(evals, w.assess(w.targets[name], out))
+		}
+	}
+	return w.publish(evals)
+}
+
+func exposition(t *testing.T, r *Round) []byte {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewExporter(func() *Round { return r }))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+func TestExpositionOfAFixedSequenceMatchesTheGoldenFile(t *testing.T) {
+	got := exposition(t, fixedRound(t))
+	golden := filepath.Join("testdata", "golden", "exposition.prom")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("exposition differs from %s (run with -update if intended):\n%s", golden, got)
+	}
+}
+
+func TestGoldenExpositionPassesPromtoolCheckMetrics(t *testing.T) {
+	promtool := testtools.Path(t, "promtool")
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(exposition(t, fixedRound(t)))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// sample returns the value of the series with exactly these labels.
+func sample(t *testing.T, text []byte, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	fams, err := ParseText(bytes.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, ok := fams[name]
+	if !ok {
+		return 0, false
+	}
+next:
+	for _, m := range mf.GetMetric() {
+		if len(m.GetLabel()) != len(labels) {
+			continue
+		}
+		for _, lp := range m.GetLabel() {
+			if labels[lp.GetName()] != lp.GetValue() {
+				continue next
+			}
+		}
+		v, _ := scalarValue(mf.GetType(), m)
+		return v, true
+	}
+	return 0, false
+}
+
+func TestExportedValuesFollowTheEvaluation(t *testing.T) {
+	text := exposition(t, fixedRound(t))
+	const model = "meta-llama/Llama-3.1-8B-Instruct"
+	ok := map[string]string{"replica": "ok", "model": model, "profile": "valid"}
+	with := func(base map[string]string, k, v string) map[string]string {
+		m := map[string]string{k: v}
+		for a, b := range base {
+			m[a] = b
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"kneewatch_target_up", map[string]string{"replica": "down", "source": "engine"}, 0},
+		{"kneewatch_target_up", map[string]string{"replica": "ok", "source": "engine"}, 1},
+		{"kneewatch_target_up", map[string]string{"replica": "ok", "source": "dcgm"}, 1},
+		{"kneewatch_replica_evaluation_ok", map[string]string{"replica": "down", "model": model, "profile": "valid", "reason": "engine_down"}, 0},
+		{"kneewatch_replica_evaluation_ok", map[string]string{"replica": "noprofile", "model": model, "profile": "", "reason": "no_profile"}, 0},
+		{"kneewatch_replica_evaluation_ok", with(ok, "reason", ""), 1},
+		{"kneewatch_replica_inflight_requests", ok, 40},
+		{"kneewatch_replica_output_tokens_per_second", ok, 2000},
+		{"kneewatch_replica_prompt_tokens_per_second", ok, 1000},
+		{"kneewatch_replica_gpu_utilization_ratio", ok, 0.93},
+		{"kneewatch_replica_knee_load_ratio", with(ok, "dimension", "load"), 40.0 / 112},
+		{"kneewatch_knee_concurrency", map[string]string{"replica": "down", "model": model, "profile": "valid"}, 112},
+	} {
+		got, found := sample(t, text, c.name, c.labels)
+		if !found {
+			t.Errorf("%s%v is missing", c.name, c.labels)
+			continue
+		}
+		if math.Abs(got-c.want) > 1e-9*math.Max(1, math.Abs(c.want)) {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	for _, absent := range []map[string]string{
+		{"replica": "down", "model": model, "profile": "valid"},
+		{"replica": "noprofile", "model": model, "profile": ""},
+	} {
+		if _, found := sample(t, text, "kneewatch_replica_headroom_ratio", absent); found {
+			t.Errorf("headroom exported for %v, whose headroom cannot be known", absent)
+		}
+	}
+	if _, found := sample(t, text, "kneewatch_replica_headroom_ratio", ok); !found {
+		t.Error("the healthy replica with a profile has no headroom")
+	}
+}
+
+func TestEveryExportedFamilyIsInTheCatalog(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r := fixedRound(t)
+	reg.MustRegister(NewExporter(func() *Round { return r }))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		d, ok := catalog.Lookup(mf.GetName())
+		if !ok {
+			t.Errorf("%s is exported but not in the catalog", mf.GetName())
+			continue
+		}
+		if mf.GetHelp() != d.Help {
+			t.Errorf("%s help %q differs from the catalog's %q", mf.GetName(), mf.GetHelp(), d.Help)
+		}
+	}
+}
