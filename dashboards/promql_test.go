@@ -116,6 +116,9 @@ func checkMetric(name string, matched []string) error {
 		if strings.HasSuffix(name, "_bucket") {
 			allowed = append(allowed, "le")
 		}
+		if d.Type == catalog.Summary && name == d.Name {
+			allowed = append(allowed, "quantile")
+		}
 		for _, l := range matched {
 			if !slices.Contains(allowed, l) {
 				return fmt.Errorf("%s has no label %q (catalog labels %v)", name, l, d.Labels)

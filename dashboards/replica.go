@@ -169,7 +169,7 @@ func (k kit) latencyPanel(c card, live, slo catalog.MetricDesc) cog.Builder[dash
 	return k.timeseries(c,
 		query{sel(live, byReplica, eq("quantile", "0.5")), "p50"},
 		query{sel(live, byReplica, eq("quantile", k.o.SLOQuantile)), "quantile " + k.o.SLOQuantile},
-		query{sel(slo, byReplica), "SLO (quantile {{quantile}})"}).
+		query{sel(slo, byReplica), "SLO (quantile {{slo_quantile}})"}).
 		Min(0).
 		OverrideByQuery("C", reference("red"))
 }
@@ -181,7 +181,7 @@ func (k kit) probePanel(c card, server, probe, slo catalog.MetricDesc) cog.Build
 		query{sel(server, byReplica, eq("quantile", k.o.SLOQuantile)), "server, quantile " + k.o.SLOQuantile},
 		query{"histogram_quantile(" + k.o.SLOQuantile + ", sum by (le) (rate(" +
 			selName(probe.Name+"_bucket", byReplica) + "[" + probeWindow + "])))", "probe, quantile " + k.o.SLOQuantile},
-		query{sel(slo, byReplica), "SLO (quantile {{quantile}})"}).
+		query{sel(slo, byReplica), "SLO (quantile {{slo_quantile}})"}).
 		Min(0).
 		OverrideByQuery("C", reference("red"))
 }
