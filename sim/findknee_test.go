@@ -31,6 +31,10 @@ func findKnee(t *testing.T, presetName, wl string, slo knee.SLO, speed float64, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What the simulator writes must load as a valid profile.
+	if err := prof.Validate(); err != nil {
+		t.Fatalf("%s/%s: the profile does not validate:\n%v", presetName, wl, err)
+	}
 	return prof
 }
 
