@@ -57,9 +57,10 @@ func (w *Window) Width() time.Duration { return w.width }
 // Len returns how many snapshots the window holds.
 func (w *Window) Len() int { return w.n }
 
-// Add appends a snapshot, which must be newer than the latest one. It drops
-// snapshots that no evaluation at or after s.Time can select, and the
-// oldest when the window is full.
+// Add appends a snapshot, which must be newer than the latest one (at
+// millisecond precision). It drops snapshots that no evaluation at or after
+// s.Time can select, and the oldest when the window is full. The window
+// keeps s's maps: do not modify them afterwards.
 func (w *Window) Add(s Snapshot) error {
 	if s.Time.IsZero() {
 		return errors.New("snapshot has no time")
