@@ -28,8 +28,10 @@ func (g *generator) check(built parser.Expr, text string) error {
 	if err != nil {
 		return fmt.Errorf("expression does not parse: %w\n%s", err, text)
 	}
-	if got, want := parsed.String(), built.String(); got != want {
-		return fmt.Errorf("expression prints differently once parsed (operator precedence?):\nbuilt  %s\nparsed %s", want, got)
+	// Tree shows the structure, which String alone hides: a + b * 2 prints
+	// the same whether it was built as (a + b) * 2 or as a + (b * 2).
+	if got, want := parser.Tree(parsed), parser.Tree(built); got != want {
+		return fmt.Errorf("expression prints differently once parsed (operator precedence?):\nbuilt\n%s\nparsed\n%s", want, got)
 	}
 	var errs []error
 	parser.Inspect(parsed, func(n parser.Node, _ []parser.Node) error {
