@@ -44,7 +44,7 @@ var (
 	MetricReplicaHeadroom = MetricDesc{"kneewatch_replica_headroom_ratio", Gauge,
 		"Headroom to the knee: 1 minus the tightest knee load ratio; 1 is idle, 0 at the knee, negative past it.", replicaLabels}
 	MetricReplicaKneeLoad = MetricDesc{"kneewatch_replica_knee_load_ratio", Gauge,
-		"Live operating point divided by the knee's, per dimension (concurrency, throughput, kv_cache).", withLabels("dimension")}
+		"Live operating point divided by the knee's, per dimension (load, throughput, kv_cache, effective_load); 1 at the knee.", withLabels("dimension")}
 	MetricReplicaInflight = MetricDesc{"kneewatch_replica_inflight_requests", Gauge,
 		"Mean in-flight requests (running plus waiting) over the window.", replicaLabels}
 	MetricReplicaRunning = MetricDesc{"kneewatch_replica_running_requests", Gauge,
