@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/kneewatch/kneewatch/rules"
+)
+
+func init() {
+	register("rules", "print the generated Prometheus alerting and recording rules (rule file or PrometheusRule)", runRules)
+}
+
+// runRules wires `kneewatch rules` flags to the rules package and writes the
+// rules to --out or standard output.
+func runRules(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("rules", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config.file", "", "kneewatch config file whose alerts section sets the thresholds, SLO objective, URLs and labels")
+	format := fs.String("format", string(rules.FormatRules), "output format: rules (a Prometheus rule file) or prometheusrule (a monitoring.coreos.com/v1 PrometheusRule)")
+	out := fs.String("out", "", "file to write the rules to; empty: standard output")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: rules takes no arguments, got %q", errUsage, fs.Args())
+	}
+	f, err := rules.ParseFormat(*format)
+	if err != nil {
+		return fmt.Errorf("%w: --format: %v", errUsage, err)
+	}
+
+	opts := rules.DefaultOptions()
+	if *configFile != "" {
+		if _, err := os.Stat(*configFile); err != nil {
+			return fmt.Errorf("--config.file: %w", err)
+		}
+		// TODO(lead): map the config's alerts section (thresholds, for
+		// durations, SLO objective, runbook and dashboard URLs, labels,
+		// PrometheusRule release) onto rules.Options here.
+		logger := slog.New(slog.NewTextHandler(stderr, nil))
+		logger.Warn("the config's alerts section is not applied to the rules yet; printing the defaults", "config_file", *configFile)
+	}
+
+	var b bytes.Buffer
+	if err := rules.Render(&b, opts, f); err != nil {
+		return err
+	}
+	if *out == "" {
+		_, err := stdout.Write(b.Bytes())
+		return err
+	}
+	if err := writeFileAtomically(*out, b.Bytes()); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	fmt.Fprintln(stderr, "wrote", *out)
+	return nil
+}
+
+// writeFileAtomically writes data to a temporary file beside path and renames
+// it over path, so a Prometheus reloading its rule files never reads half a file.
+func writeFileAtomically(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
