@@ -72,10 +72,12 @@ func (g *generator) perReplica(d catalog.MetricDesc) parser.Expr {
 }
 
 func (g *generator) fleetGroup() Group {
-	inflight := g.perReplica(catalog.MetricReplicaInflight)
-	// Knee concurrency only of replicas whose load is known, as the Go fleet
-	// headroom sums over available replicas only.
-	knee := and(g.perReplica(catalog.MetricKneeConcurrency), inflight, on(g.replicaBy()...))
+	// Load and knee sums cover evaluated replicas only (those with a
+	// headroom), as the Go fleet headroom sums over available replicas: a
+	// replica without a profile still exports its in-flight load.
+	evaluated := g.perReplica(catalog.MetricReplicaHeadroom)
+	inflight := and(g.perReplica(catalog.MetricReplicaInflight), evaluated, on(g.replicaBy()...))
+	knee := and(g.perReplica(catalog.MetricKneeConcurrency), evaluated, on(g.replicaBy()...))
 	rs := []rulefmt.Rule{
 		g.record(recModelInflight, sumBy(g.modelBy(), inflight)),
 		g.record(recModelKnee, sumBy(g.modelBy(), knee)),
@@ -89,7 +91,8 @@ func (g *generator) fleetGroup() Group {
 	return g.group("kneewatch-fleet",
 		"Per-model fleet aggregates of kneewatch's replica series, computed by Prometheus so they also\n"+
 			"cover kneewatch instances sharded by target. Each replica counts once even when two kneewatch\n"+
-			"instances (HA) export it. pooled headroom = 1 - sum(in-flight) / sum(knee concurrency).",
+			"instances (HA) export it. pooled headroom = 1 - sum(in-flight) / sum(knee concurrency) over\n"+
+			"the replicas kneewatch could evaluate (those with a headroom).",
 		rs)
 }
 
