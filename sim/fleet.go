@@ -224,6 +224,27 @@ func (f *Fleet) DCGMURL() string { return f.dcgmURL }
 // Done is closed when the fleet has stopped.
 func (f *Fleet) Done() <-chan struct{} { return f.done }
 
+// shutdown stops the servers accepting and waits up to d for their requests
+// to finish; it reports whether they all did.
+func (f *Fleet) shutdown(d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := true
+	for _, srv := range f.servers {
+		wg.Go(func() {
+			if err := srv.Shutdown(ctx); err != nil {
+				mu.Lock()
+				ok = false
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return ok
+}
+
 // Close stops the fleet gracefully: the servers stop accepting, in-flight
 // requests get the shutdown grace to finish, then the engines stop (failing
 // what is left) and every goroutine is waited for. It is safe to call more
@@ -231,19 +252,14 @@ func (f *Fleet) Done() <-chan struct{} { return f.done }
 func (f *Fleet) Close() error {
 	f.closeOnce.Do(func() {
 		f.stopAfterFunc()
-		ctx, cancel := context.WithTimeout(context.Background(), f.grace)
-		var wg sync.WaitGroup
-		for _, srv := range f.servers {
-			wg.Go(func() {
-				if err := srv.Shutdown(ctx); err != nil {
-					f.log.Warn("in-flight requests outlived the shutdown grace; failing them", "grace", f.grace)
-				}
-			})
+		if !f.shutdown(f.grace) {
+			f.log.Warn("in-flight requests outlived the shutdown grace; failing them", "grace", f.grace)
 		}
-		wg.Wait()
-		cancel()
+		// Stopping the engines fails what is left; give those handlers a
+		// moment to send their error before the connections are cut.
 		f.stopDrivers()
 		f.drivers.Wait()
+		f.shutdown(time.Second)
 		for _, srv := range f.servers {
 			srv.Close()
 		}
