@@ -66,7 +66,7 @@ func replicaSnapshot(t0 time.Time, i int) Snapshot {
 	return s
 }
 
-func loadValidProfile(t *testing.T) *knee.Profile {
+func loadValidProfile(t testing.TB) *knee.Profile {
 	t.Helper()
 	p, err := knee.Load(filepath.Join(testtools.ModuleRoot(), "knee", "testdata", "valid.yaml"))
 	if err != nil {
