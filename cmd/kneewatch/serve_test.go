@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kneewatch/kneewatch/internal/testtools"
+)
+
+// serveConfig writes a config with one vLLM target served by srv and the
+// knee package's valid profile, and returns its path.
+func serveConfig(t *testing.T, metricsURL string) string {
+	t.Helper()
+	dir := t.TempDir()
+	prof, err := os.ReadFile(filepath.Join(testtools.ModuleRoot(), "knee", "testdata", "valid.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "llama.yaml"), prof, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `global:
+  scrape_timeout: 150ms
+profiles:
+  - name: llama
+    file: llama.yaml
+targets:
+  - replica: vllm-0
+    metrics_url: ` + metricsURL + `
+    profile: llama
+`
+	path := filepath.Join(dir, "kneewatch.yml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func vllmFixtureServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join(testtools.ModuleRoot(), "collector", "testdata", "vllm-v1-full-synthetic.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestServeConfigCheckValidatesAndPrintsTheEffectiveConfig(t *testing.T) {
+	path := serveConfig(t, "http://127.0.0.1:1/metrics")
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"serve", "--config.file", path, "--config.check"}, &out, &errOut); err != nil {
+		t.Fatalf("serve --config.check: %v\n%s", err, errOut.String())
+	}
+	for _, want := range []string{"is valid: 1 targets, 1 profiles", "replica: vllm-0", "scrape_timeout"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestServeConfigCheckRejectsAnUnknownKeyNamingItsLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kneewatch.yml")
+	if err := os.WriteFile(path, []byte("targets:\n  - replica: a\n    metrics_url: http://a/metrics\n    replcia: b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := run(context.Background(), []string{"serve", "--config.file", path, "--config.check"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "line 4") || !strings.Contains(err.Error(), "replcia") {
+		t.Fatalf("error = %v, want one naming line 4 and the key replcia", err)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func TestServeExportsHeadroomAndStopsCleanly(t *testing.T) {
+	srv := vllmFixtureServer(t)
+	path := serveConfig(t, srv.URL+"/metrics")
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--config.file", path, "--web.listen-address", addr,
+			"--evaluation.interval", "200ms", "--evaluation.window", "2s", "--log.level", "error"}, io.Discard, io.Discard)
+	}()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	var body string
+	for time.Now().Before(deadline) {
+		code, b := get("/metrics")
+		body = b
+		if code == 200 && strings.Contains(b, "kneewatch_replica_headroom_ratio{") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, want := range []string{
+		`kneewatch_target_up{replica="vllm-0",source="engine"} 1`,
+		`kneewatch_replica_headroom_ratio{model="meta-llama/Llama-3.1-8B-Instruct",profile="llama",replica="vllm-0"}`,
+		`kneewatch_knee_concurrency{model="meta-llama/Llama-3.1-8B-Instruct",profile="llama",replica="vllm-0"} 112`,
+		`kneewatch_build_info{`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if code, _ := get("/-/ready"); code != 200 {
+		t.Errorf("/-/ready = %d after evaluations, want 200", code)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve returned %v on shutdown, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop within 10 s of cancellation")
+	}
+}
