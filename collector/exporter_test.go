@@ -256,3 +256,30 @@ func TestEveryExportedFamilyIsInTheCatalog(t *testing.T) {
 		}
 	}
 }
+
+func TestADownDCGMExporterMarksOnlyItselfDown(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	w := NewWatcher(WatcherOptions{Interval: 5 * time.Second, Window: time.Minute})
+	dcgm := &DCGMTarget{URL: "dcgm", Selectors: []GPUSelector{{Pod: "r", Namespace: "llm"}}}
+	if err := w.SetTargets([]Target{{Replica: "r", ProfileName: "valid", Profile: loadValidProfile(t), DCGM: dcgm}}); err != nil {
+		t.Fatal(err)
+	}
+	var e ReplicaEval
+	for i := 0; i <= 14; i++ {
+		e = w.assess(w.targets["r"], scrapeOutcome{snap: replicaSnapshot(t0, i), dcgm: &dcgmResult{err: errors.New("connection refused")}})
+	}
+	text := exposition(t, w.publish([]ReplicaEval{e}))
+	if v, ok := sample(t, text, "kneewatch_target_up", map[string]string{"replica": "r", "source": "dcgm"}); !ok || v != 0 {
+		t.Errorf("dcgm target_up = %v (present %v), want 0", v, ok)
+	}
+	if v, ok := sample(t, text, "kneewatch_target_up", map[string]string{"replica": "r", "source": "engine"}); !ok || v != 1 {
+		t.Errorf("engine target_up = %v (present %v), want 1", v, ok)
+	}
+	labels := map[string]string{"replica": "r", "model": "meta-llama/Llama-3.1-8B-Instruct", "profile": "valid"}
+	if _, ok := sample(t, text, "kneewatch_replica_headroom_ratio", labels); !ok {
+		t.Error("headroom disappeared because the DCGM exporter is down; the engine metrics still give it")
+	}
+	if _, ok := sample(t, text, "kneewatch_replica_gpu_utilization_ratio", labels); ok {
+		t.Error("GPU utilization exported while its source is down")
+	}
+}
