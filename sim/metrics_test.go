@@ -325,17 +325,22 @@ func TestMetricsAgreeWithClientObservedTimings(t *testing.T) {
 }
 
 func TestSpeedScalesEveryTiming(t *testing.T) {
-	const speed = 5
+	if raceEnabled {
+		t.Skip("wall-clock precision test; the race detector slows the driver too much")
+	}
+	// Speeds 0.5 and 2.5 keep steps (≈18 ms and ≈3.6 ms) long against timer
+	// and scheduling jitter on a loaded machine.
+	const slow, speed = 0.5, 5
 	measure := func(speed float64) (serverE2E, serverTTFT, clientE2E float64) {
 		url, _ := startReplica(t, FleetConfig{Speed: speed})
-		r := runRequests(t, url, 1, 512, 60)[0]
+		r := runRequests(t, url, 1, 512, 40)[0]
 		mfs := scrape(t, url+"/metrics")
 		return histogram(t, mfs, "vllm:e2e_request_latency_seconds").GetSampleSum(),
 			histogram(t, mfs, "vllm:time_to_first_token_seconds").GetSampleSum(),
 			r.arrivals[len(r.arrivals)-1].Sub(r.start).Seconds()
 	}
-	e2e1, ttft1, client1 := measure(1)
-	e2eK, ttftK, clientK := measure(speed)
+	e2e1, ttft1, client1 := measure(slow)
+	e2eK, ttftK, clientK := measure(slow * speed)
 	for _, c := range []struct {
 		name       string
 		slow, fast float64
@@ -347,8 +352,8 @@ func TestSpeedScalesEveryTiming(t *testing.T) {
 	} {
 		ratio := c.slow / c.fast
 		if math.Abs(ratio-speed)/speed > c.tolerance {
-			t.Errorf("%s: %.4fs at speed 1, %.4fs at speed %d: ratio %.2f, want %d ± %.0f%%",
-				c.name, c.slow, c.fast, speed, ratio, speed, c.tolerance*100)
+			t.Errorf("%s: %.4fs at speed %v, %.4fs at speed %v: ratio %.2f, want %d ± %.0f%%",
+				c.name, c.slow, slow, c.fast, slow*speed, ratio, speed, c.tolerance*100)
 		}
 	}
 }

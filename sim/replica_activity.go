@@ -46,8 +46,25 @@ func (a *activity) record(res *StepResult) {
 	for i < len(a.steps) && a.steps[i].end.Before(cut) {
 		i++
 	}
-	a.steps = append(a.steps[i:], span)
+	a.steps = a.steps[i:]
+	// At a high --speed steps last microseconds; merge back-to-back ones
+	// into spans of up to mergeSpan so the window holds at most a few
+	// hundred entries whatever the step rate.
+	if n := len(a.steps); n > 0 {
+		last := &a.steps[n-1]
+		if lastLen := last.end.Sub(last.start); !span.start.After(last.end) && lastLen < mergeSpan {
+			w1, w2 := float64(lastLen), d
+			mix := func(x, y float64) float64 { return (x*w1 + y*w2) / (w1 + w2) }
+			last.kernel, last.compute, last.memory = mix(last.kernel, span.kernel), mix(last.compute, span.compute), mix(last.memory, span.memory)
+			last.end = span.end
+			return
+		}
+	}
+	a.steps = append(a.steps, span)
 }
+
+// mergeSpan is the longest span back-to-back steps are merged into.
+const mergeSpan = 10 * time.Millisecond
 
 // gpuActivity is the simulated GPU's activity over the last window.
 type gpuActivity struct {
