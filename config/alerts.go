@@ -35,7 +35,8 @@ type Alerts struct {
 	// annotation. Default the runbooks in kneewatch's repository.
 	RunbookBaseURL string `yaml:"runbook_base_url"`
 	// DashboardBaseURL is the Grafana base URL (https://grafana.example.com)
-	// for each alert's dashboard link. Empty: no dashboard annotation.
+	// for each alert's dashboard link. Empty: the links are relative to
+	// Grafana's root (/d/kneewatch-replica?…).
 	DashboardBaseURL string `yaml:"dashboard_base_url,omitempty"`
 	// Labels are added to every generated rule (e.g. team: ml-platform).
 	Labels map[string]string `yaml:"labels,omitempty"`
@@ -131,6 +132,9 @@ func (a Alerts) validate(p *problems) {
 	if !(a.KVPressure.PreemptionsPerSecond > 0) {
 		p.add(path+".kv_pressure.preemptions_per_second", "must be above 0, got %v", a.KVPressure.PreemptionsPerSecond)
 	}
+	if a.ProbesFailing.AllFailingFor <= 0 {
+		p.add(path+".probes_failing.all_failing_for", "must be above 0 (the span with no successful probe that pages), got %s", a.ProbesFailing.AllFailingFor)
+	}
 	if !(a.ProbesFailing.SuccessWarning > 0 && a.ProbesFailing.SuccessWarning <= 1) {
 		p.add(path+".probes_failing.success_warning", "%v is outside (0, 1]", a.ProbesFailing.SuccessWarning)
 	}
@@ -140,12 +144,16 @@ func (a Alerts) validate(p *problems) {
 	if a.DashboardBaseURL != "" {
 		validateBaseURL(a.DashboardBaseURL, path+".dashboard_base_url", p)
 	}
-	validateLabelNames(a.Labels, reservedAlertLabels(), "is set by the generated rules themselves", path+".labels", p)
+	validateLabelNames(a.Labels, reservedAlertLabels(), "is set by the generated rules or by Prometheus", path+".labels", p)
 }
 
-// reservedAlertLabels are labels the generated rules set or Prometheus owns.
+// reservedAlertLabels are labels the generated rules set or Prometheus owns:
+// the alert's name and severity, the labels kneewatch's series carry into
+// alerts (replica, model, profile, slo, source, signal), and the scrape
+// target's job and instance. Keep in step with the rules package's list
+// (rules/config_test.go checks every one of its names is rejected here).
 func reservedAlertLabels() []string {
-	return []string{"alertname", "severity", "replica", "model", "profile"}
+	return []string{"alertname", "severity", "replica", "model", "profile", "slo", "source", "signal", "job", "instance"}
 }
 
 // validateBaseURL checks a base URL used to build links.

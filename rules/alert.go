@@ -40,9 +40,7 @@ func (g *generator) alert(s alertSpec) rulefmt.Rule {
 		"description": s.desc,
 		"runbook_url": strings.TrimSuffix(g.o.RunbookBaseURL, "/") + "/" + s.name + ".md",
 	}
-	if u := g.dashboardURL(s); u != "" {
-		ann["dashboard_url"] = u
-	}
+	ann["dashboard_url"] = g.dashboardURL(s)
 	return rulefmt.Rule{
 		Alert:       s.name,
 		Expr:        g.expr(s.name, s.expr),
@@ -53,11 +51,11 @@ func (g *generator) alert(s alertSpec) rulefmt.Rule {
 }
 
 // dashboardURL links the replica's (or the model's fleet) dashboard with its
-// variables set from the alert's labels; empty without a DashboardBaseURL.
+// variables set from the alert's labels. Without a DashboardBaseURL the link
+// is relative to Grafana's root (/d/…): Grafana's own alert views resolve it,
+// and elsewhere it still names the dashboard and its variables, which no
+// link at all would not.
 func (g *generator) dashboardURL(s alertSpec) string {
-	if g.o.DashboardBaseURL == "" {
-		return ""
-	}
 	base := strings.TrimSuffix(g.o.DashboardBaseURL, "/") + "/d/"
 	switch {
 	case s.noLabels:

@@ -139,13 +139,13 @@ func TestOptionsShapeTheGeneratedRules(t *testing.T) {
 				}
 			}
 		}},
-		{"no dashboard base URL means no dashboard link", func(o *Options) {
+		{"no dashboard base URL makes every dashboard link relative to Grafana's root", func(o *Options) {
 			o.DashboardBaseURL = ""
 		}, func(t *testing.T, groups []Group) {
 			for _, g := range groups {
 				for _, r := range g.Rules {
-					if _, ok := r.Annotations["dashboard_url"]; ok {
-						t.Errorf("%s still links a dashboard", r.Alert)
+					if u := r.Annotations["dashboard_url"]; r.Alert != "" && !strings.HasPrefix(u, "/d/kneewatch-") {
+						t.Errorf("%s links %q, want a link starting /d/kneewatch-", r.Alert, u)
 					}
 				}
 			}

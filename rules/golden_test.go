@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // goldenCases are the rendered files checked in under testdata. The alert
 // unit tests under testdata/alerts run against rules.golden.yaml, so they
 // test exactly what `kneewatch rules` prints with the default options.
-func goldenCases() []struct {
+func goldenCases(t testing.TB) []struct {
 	name   string
 	opts   Options
 	format Format
@@ -25,6 +25,7 @@ func goldenCases() []struct {
 	operator.PrometheusRule.Namespace = "monitoring"
 	operator.PrometheusRule.Release = "kube-prometheus-stack"
 	operator.PrometheusRule.Labels = map[string]string{"app.kubernetes.io/name": "kneewatch"}
+	example := exampleConfigOptions(t)
 	return []struct {
 		name   string
 		opts   Options
@@ -33,11 +34,12 @@ func goldenCases() []struct {
 	}{
 		{"the default options print the golden rule file", DefaultOptions(), FormatRules, "rules.golden.yaml"},
 		{"a namespaced PrometheusRule with a release label prints the golden object", operator, FormatPrometheusRule, "prometheusrule.golden.yaml"},
+		{"config/example.yml's alerts section prints the golden rule file", example, FormatRules, "example-config.golden.yaml"},
 	}
 }
 
 func TestGoldenFiles(t *testing.T) {
-	for _, tc := range goldenCases() {
+	for _, tc := range goldenCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got bytes.Buffer
 			if err := Render(&got, tc.opts, tc.format); err != nil {

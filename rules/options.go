@@ -35,7 +35,8 @@ type Options struct {
 	// runbook_url is <RunbookBaseURL>/<AlertName>.md.
 	RunbookBaseURL string
 	// DashboardBaseURL is Grafana's root URL; dashboard links are
-	// <DashboardBaseURL>/d/<uid>?var-model=…&var-replica=….
+	// <DashboardBaseURL>/d/<uid>?var-model=…&var-replica=…. Empty: the links
+	// are relative to Grafana's root (/d/<uid>?…).
 	DashboardBaseURL string
 	// ReplicaDashboardUID and FleetDashboardUID are the UIDs of the generated
 	// per-replica and fleet dashboards.

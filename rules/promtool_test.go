@@ -55,7 +55,7 @@ func specGroups(t *testing.T, object []byte) []byte {
 
 func TestPromtoolCheckRulesPassesOnBothFormats(t *testing.T) {
 	dir := t.TempDir()
-	for _, tc := range goldenCases() {
+	for _, tc := range goldenCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			if err := Render(&out, tc.opts, tc.format); err != nil {

@@ -36,10 +36,8 @@ func (o Options) Validate() error {
 	notEmpty(&p, "TicketSeverity", o.TicketSeverity)
 	checkBaseURL(&p, "RunbookBaseURL", o.RunbookBaseURL, true)
 	checkBaseURL(&p, "DashboardBaseURL", o.DashboardBaseURL, false)
-	if o.DashboardBaseURL != "" {
-		notEmpty(&p, "ReplicaDashboardUID", o.ReplicaDashboardUID)
-		notEmpty(&p, "FleetDashboardUID", o.FleetDashboardUID)
-	}
+	notEmpty(&p, "ReplicaDashboardUID", o.ReplicaDashboardUID)
+	notEmpty(&p, "FleetDashboardUID", o.FleetDashboardUID)
 
 	low, ex := o.HeadroomLow, o.HeadroomExhausted
 	ratioIn(&p, "HeadroomLow.Below", low.Below, false, true)

@@ -6,10 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 
+	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/rules"
 )
 
@@ -25,6 +25,8 @@ func runRules(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	configFile := fs.String("config.file", "", "kneewatch config file whose alerts section sets the thresholds, SLO objective, URLs and labels")
 	format := fs.String("format", string(rules.FormatRules), "output format: rules (a Prometheus rule file) or prometheusrule (a monitoring.coreos.com/v1 PrometheusRule)")
 	out := fs.String("out", "", "file to write the rules to; empty: standard output")
+	window := config.DefaultSettings().Window
+	fs.TextVar(&window, "evaluation.window", window, "kneewatch serve's --evaluation.window: the span the ruler group averages the raw engine series over, so it computes the same mean")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -36,16 +38,25 @@ func runRules(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("%w: --format: %v", errUsage, err)
 	}
 
+	if window <= 0 {
+		return fmt.Errorf("%w: --evaluation.window: must be above 0, got %s", errUsage, window)
+	}
+
 	opts := rules.DefaultOptions()
+	opts.Ruler.Window = window.D()
 	if *configFile != "" {
 		if _, err := os.Stat(*configFile); err != nil {
 			return fmt.Errorf("--config.file: %w", err)
 		}
-		// TODO(lead): map the config's alerts section (thresholds, for
-		// durations, SLO objective, runbook and dashboard URLs, labels,
-		// PrometheusRule release) onto rules.Options here.
-		logger := slog.New(slog.NewTextHandler(stderr, nil))
-		logger.Warn("the config's alerts section is not applied to the rules yet; printing the defaults", "config_file", *configFile)
+		// The whole file is validated, as serve would: rules generated from
+		// a config serve rejects would page on a deployment that cannot run.
+		cfg, err := config.Load(*configFile)
+		if err != nil {
+			return err
+		}
+		if opts, err = rules.FromConfig(cfg.Alerts, window.D()); err != nil {
+			return fmt.Errorf("%s: %w", *configFile, err)
+		}
 	}
 
 	var b bytes.Buffer
