@@ -18,7 +18,8 @@ type FleetConfig struct {
 	// Replicas is the number of replicas (0 means 1).
 	Replicas int
 	// Listen is replica 0's address; replica i listens on its port + i. With
-	// port 0 every replica gets its own free port (for tests).
+	// port 0 every replica gets its own free port (for tests and the demo);
+	// empty means "127.0.0.1:0".
 	Listen string
 	// DCGMListen is the DCGM endpoint's address; empty means none.
 	DCGMListen string
@@ -83,6 +84,9 @@ func StartFleet(ctx context.Context, cfg FleetConfig) (*Fleet, error) {
 	}
 	if n < 0 {
 		return nil, fmt.Errorf("replicas must be ≥ 1, got %d", cfg.Replicas)
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
 	}
 	host, basePort, err := splitListen("listen", cfg.Listen)
 	if err != nil {

@@ -16,7 +16,7 @@ const aheadTolerance = time.Millisecond
 // delivers the step's tokens to the waiting streams and records metrics at
 // that time. With no work (or while stalled by a fault) it blocks until a
 // submit, a fault change or the stall's end. When ctx ends, every in-flight
-// request fails and Run returns.
+// request fails and Run returns. Call it once per replica.
 func (r *Replica) Run(ctx context.Context) {
 	defer func() {
 		r.mu.Lock()
