@@ -1,0 +1,233 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/kneewatch/kneewatch/collector"
+	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/sweep"
+	"github.com/kneewatch/kneewatch/workload"
+)
+
+func init() {
+	register("sweep", "measure a replica's knee with a closed-loop concurrency sweep; write its profile, plot and report", runSweep)
+}
+
+// apiKeyEnv are the variables an API key is read from, in order, when no
+// --api-key-file is given.
+var apiKeyEnv = []string{"KNEEWATCH_API_KEY", "OPENAI_API_KEY"}
+
+func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	target := fs.String("target", "", "OpenAI-compatible server, e.g. http://127.0.0.1:8000 (/v1 is added to a bare host) (required)")
+	model := fs.String("model", "", "served model name, as GET /v1/models lists it (required)")
+	apiKeyFile := fs.String("api-key-file", "", "file holding the API key, sent as a bearer token; else $"+strings.Join(apiKeyEnv, " or $"))
+	chat := fs.Bool("chat", false, "send /v1/chat/completions instead of /v1/completions")
+	metricsURL := fs.String("metrics-url", "", "engine /metrics read during each level (default: the target's /metrics if it serves engine metrics; \"none\" to skip)")
+	dcgmURL := fs.String("dcgm-url", "", "dcgm-exporter /metrics for GPU utilization")
+	dcgmUUID := fs.String("dcgm-uuid", "", "select the replica's GPUs on --dcgm-url by UUID")
+	dcgmPod := fs.String("dcgm-pod", "", "select the replica's GPUs on --dcgm-url by pod label")
+	dcgmNamespace := fs.String("dcgm-namespace", "", "select the replica's GPUs on --dcgm-url by namespace label")
+	sloTTFT := fs.Duration("slo-ttft", 0, "TTFT threshold at --slo-quantile, e.g. 500ms (required)")
+	sloTPOT := fs.Duration("slo-tpot", 0, "TPOT threshold at --slo-quantile, e.g. 30ms (required)")
+	quantile := fs.Float64("slo-quantile", 0.99, "SLO quantile, in (0,1)")
+	wl := fs.String("workload", "chat", "workload: a preset ("+strings.Join(workload.PresetNames(), ", ")+"), a mix .yaml file, or a .jsonl/.csv trace")
+	seed := fs.Uint64("seed", 1, "seed of the workload draws")
+	maxC := fs.Int("max-concurrency", sweep.DefaultMaxConcurrency, "highest concurrency of the doubling")
+	precision := fs.Float64("precision", sweep.DefaultPrecision, "refine until the knee's bracket is this narrow, relative to the knee")
+	maxLevels := fs.Int("max-levels", 0, "stop after this many levels (0: no limit)")
+	minRequests := fs.Int("min-requests", 0, "smallest steady-state window per level in completed requests (0: 2 ÷ (1 − quantile), at least 100; 200 for p99)")
+	warmup := fs.Int("warmup-requests", 0, "completions discarded before each window (0: 2 × concurrency + 8)")
+	levelTimeout := fs.Duration("level-timeout", 15*time.Minute, "end a level whose window has not filled by then and judge it on what completed (0: no limit)")
+	scrapeInterval := fs.Duration("scrape-interval", time.Second, "how often the metrics are scraped during a level")
+	out := fs.String("out", "", "knee profile to write (YAML) (required)")
+	plotPath := fs.String("plot", "", "plot to write: .png or .svg")
+	reportPath := fs.String("report", "", "Markdown report to write")
+	name := fs.String("name", "", "profile name (default: model and workload)")
+	gpu := fs.String("gpu", "", "GPU model for the profile's match when no --dcgm-url says it")
+	engineVersion := fs.String("engine-version", "", "engine version for the profile's match, e.g. 0.11.0")
+	logLevel := fs.String("log.level", "info", "log level: debug, info, warn, error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: kneewatch sweep --target URL --model NAME --slo-ttft D --slo-tpot D --out profile.yaml [flags]")
+		fmt.Fprintln(stderr, "\nDrives the endpoint closed-loop at concurrency 1, 2, 4, … until the SLO breaks, throughput")
+		fmt.Fprintln(stderr, "stops growing or errors pass 1%, then refines between the last good and the first bad level.")
+		fmt.Fprintln(stderr, "Writes the knee profile `kneewatch serve` reads, and optionally a plot and a report.")
+		fmt.Fprintln(stderr, "Ctrl-C stops at once and writes what was measured, marked partial.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("sweep: unexpected arguments %q", fs.Args())
+	}
+	switch {
+	case *target == "":
+		return errors.New("sweep: --target is required (e.g. http://127.0.0.1:8000)")
+	case *model == "":
+		return errors.New("sweep: --model is required (the name GET /v1/models lists)")
+	case *sloTTFT <= 0:
+		return errors.New("sweep: --slo-ttft is required and must be > 0 (e.g. 500ms)")
+	case *sloTPOT <= 0:
+		return errors.New("sweep: --slo-tpot is required and must be > 0 (e.g. 30ms)")
+	case !(*quantile > 0 && *quantile < 1):
+		return fmt.Errorf("sweep: --slo-quantile must be in (0,1), got %v", *quantile)
+	case *out == "":
+		return errors.New("sweep: --out is required (the knee profile to write)")
+	case *maxC < 1:
+		return fmt.Errorf("sweep: --max-concurrency must be ≥ 1, got %d", *maxC)
+	case !(*precision > 0 && *precision < 1):
+		return fmt.Errorf("sweep: --precision must be in (0,1), got %v", *precision)
+	case *maxLevels < 0 || *minRequests < 0 || *warmup < 0:
+		return errors.New("sweep: --max-levels, --min-requests and --warmup-requests must be ≥ 0")
+	}
+	if *plotPath != "" {
+		if _, err := sweep.PlotFormat(*plotPath); err != nil {
+			return fmt.Errorf("sweep: --plot: %w", err)
+		}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("sweep: --log.level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	base, err := sweep.APIBase(*target)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	apiKey, err := readAPIKey(*apiKeyFile)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	gen, err := workload.Resolve(*wl, *seed)
+	if err != nil {
+		return fmt.Errorf("sweep: --workload: %w", err)
+	}
+	guessed := *metricsURL == ""
+	engineURL := *metricsURL
+	switch engineURL {
+	case "":
+		engineURL = sweep.GuessMetricsURL(base)
+	case "none":
+		engineURL = ""
+	}
+	metrics := &sweep.Metrics{
+		Scraper:   collector.NewScraper(nil, collector.ScrapeLimits{Timeout: 10 * time.Second}),
+		EngineURL: engineURL, Engine: collector.Options{Model: *model},
+		DCGMURL: *dcgmURL, GPUs: collector.GPUSelector{UUID: *dcgmUUID, Pod: *dcgmPod, Namespace: *dcgmNamespace},
+		Interval: *scrapeInterval,
+	}
+	slo := knee.SLO{TTFT: knee.Duration(*sloTTFT), TPOT: knee.Duration(*sloTPOT), Quantile: *quantile}
+	res, runErr := sweep.Run(ctx, sweep.Config{
+		Client: &sweep.Client{
+			BaseURL: base, Model: *model, APIKey: apiKey, Chat: *chat, Stream: true,
+			HTTP: sweep.NewHTTPClient(*maxC + 16),
+		},
+		Workload: gen, Seed: *seed, SLO: slo,
+		MaxConcurrency: *maxC, Precision: *precision, MaxLevels: *maxLevels,
+		MinRequests: *minRequests, Warmup: *warmup, LevelTimeout: *levelTimeout,
+		Metrics: metrics, MetricsGuessed: guessed,
+		Name: *name, GPU: *gpu, EngineVersion: *engineVersion, TargetLabel: sweep.Redact(base),
+		Logger:   logger,
+		Progress: sweep.NewProgress(stderr, isTerminal(stderr), logger, 10*time.Second),
+	})
+	if res == nil {
+		return fmt.Errorf("sweep: %w", runErr)
+	}
+	if err := writeSweepOutputs(res, *out, *plotPath, *reportPath, sweep.ReportInfo{
+		Target: sweep.Redact(base), Model: *model, Workload: *wl, SLO: slo,
+	}, stdout); err != nil {
+		return fmt.Errorf("sweep: %w", errors.Join(runErr, err))
+	}
+	if runErr != nil {
+		return fmt.Errorf("sweep: %w", runErr)
+	}
+	return nil
+}
+
+// writeSweepOutputs writes the profile (when a knee was found), the plot
+// and the report, and says on stdout what was written.
+func writeSweepOutputs(res *sweep.Outcome, out, plotPath, reportPath string, info sweep.ReportInfo, stdout io.Writer) error {
+	if res.Profile != nil {
+		data, err := res.Profile.Marshal()
+		if err != nil {
+			return err
+		}
+		if err := sweep.WriteFileAtomic(out, data); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "knee: concurrency %g (%.0f output tok/s, limited by %s)%s\nprofile: %s\n",
+			res.Profile.Knee.Concurrency, res.Profile.Knee.OutputTokensPerSecond, res.Profile.Knee.LimitingResource,
+			cmp.Or(map[bool]string{true: " — partial"}[res.Profile.Metadata.Partial], ""), out)
+		info.ProfileFile = relativeTo(reportPath, out)
+		if plotPath != "" {
+			if err := sweep.SavePlot(plotPath, res.Profile); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "plot: %s\n", plotPath)
+			info.PlotFile = relativeTo(reportPath, plotPath)
+		}
+	}
+	if reportPath != "" {
+		if err := sweep.SaveReport(reportPath, res, info); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "report: %s\n", reportPath)
+	}
+	return nil
+}
+
+// relativeTo is path as a link from the report's directory.
+func relativeTo(reportPath, path string) string {
+	if reportPath == "" {
+		return path
+	}
+	rel, err := filepath.Rel(filepath.Dir(reportPath), path)
+	if err != nil {
+		return path
+	}
+	return filepath.ToSlash(rel)
+}
+
+// readAPIKey reads the key from file, else from the first set variable of
+// apiKeyEnv; "" when there is none. The key is never logged.
+func readAPIKey(file string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--api-key-file: %w", err)
+		}
+		key := strings.TrimSpace(string(b))
+		if key == "" {
+			return "", fmt.Errorf("--api-key-file %s is empty", file)
+		}
+		return key, nil
+	}
+	for _, v := range apiKeyEnv {
+		if key := strings.TrimSpace(os.Getenv(v)); key != "" {
+			return key, nil
+		}
+	}
+	return "", nil
+}
+
+// isTerminal reports whether w is a terminal, where a progress bar can redraw.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

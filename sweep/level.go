@@ -1,0 +1,201 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// LevelConfig is one closed-loop measurement at a fixed concurrency.
+type LevelConfig struct {
+	Concurrency int
+	// Warmup completions are discarded before the window opens (0 means
+	// DefaultWarmup).
+	Warmup int
+	// Window completions make the steady-state window (must be ≥ 1).
+	Window int
+	// Ramp spreads the workers' first requests over this long, so the level
+	// does not start with one synchronized prefill wave.
+	Ramp time.Duration
+	// Timeout ends a level whose window has not filled by then; the level
+	// is judged on what completed (0 means no limit).
+	Timeout time.Duration
+	// Next returns the next request; it must be safe for concurrent use.
+	Next func() Request
+	SLO  knee.SLO
+	// Metrics, when set, is scraped while the level runs.
+	Metrics *Metrics
+	// OnCompletion, when set, is called after every completed request with
+	// the number completed so far (warm-up included); for progress bars.
+	OnCompletion func(done int)
+}
+
+// DefaultWarmup is the warm-up for concurrency c: every worker turns over
+// about twice, so the load is at c and the staggered start has washed out
+// before the window opens.
+func DefaultWarmup(c int) int { return 2*c + 8 }
+
+// Level is one measured concurrency level.
+type Level struct {
+	Point knee.Point
+	// Margin is the larger of TTFT ÷ its threshold and TPOT ÷ its
+	// threshold, both at the SLO quantile: at most 1 meets the latency SLO.
+	// The refinement interpolates on it.
+	Margin float64
+	// TTFTAtQuantile and TPOTAtQuantile are the SLO quantile's values, in seconds.
+	TTFTAtQuantile, TPOTAtQuantile float64
+	Errors                         int
+	// Duration is the window's length, from the warm-up's last completion
+	// to the window's last.
+	Duration time.Duration
+	// Results are the window's requests, failures included.
+	Results []Result
+	// MeanE2E is the mean end-to-end latency of the window's successful
+	// requests; the next level ramps its workers up over this long.
+	MeanE2E time.Duration
+	// CutShort is set when the level's timeout ended it before the window filled.
+	CutShort bool
+	// PromptMismatch and OutputShort count window requests whose usage
+	// disagreed with the request (a tokenizer other than the word rule; a
+	// server that stops before max_tokens).
+	PromptMismatch, OutputShort int
+	// MetricProblems say why engine or GPU figures are missing.
+	MetricProblems []string
+}
+
+// collectorState gathers one level's results from many workers.
+type levelCollector struct {
+	mu          sync.Mutex
+	warmup, win int
+	done        int
+	open        time.Time
+	results     []Result
+	last        time.Time
+	opened      chan struct{}
+	full        chan struct{}
+	onDone      func(int)
+}
+
+func (lc *levelCollector) add(r Result) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if len(lc.results) >= lc.win {
+		return // the window is full; stragglers are not measured
+	}
+	now := time.Now()
+	lc.done++
+	switch {
+	case lc.done == lc.warmup:
+		lc.open = now
+		close(lc.opened)
+	case lc.done > lc.warmup:
+		lc.results = append(lc.results, r)
+		lc.last = now
+		if len(lc.results) == lc.win {
+			close(lc.full)
+		}
+	}
+	if lc.onDone != nil {
+		lc.onDone(lc.done)
+	}
+}
+
+// RunLevel drives client closed-loop at cfg.Concurrency: each worker sends
+// its next request the moment its previous one completes. After Warmup
+// completions the window opens; it closes at the Window-th completion after
+// that. In-flight requests at the close are cancelled and not measured.
+func RunLevel(ctx context.Context, client *Client, cfg LevelConfig) (Level, error) {
+	if cfg.Concurrency < 1 {
+		return Level{}, fmt.Errorf("concurrency must be ≥ 1, got %d", cfg.Concurrency)
+	}
+	if cfg.Window < 1 {
+		return Level{}, fmt.Errorf("window must be ≥ 1 request, got %d", cfg.Window)
+	}
+	warm := cfg.Warmup
+	if warm <= 0 {
+		warm = DefaultWarmup(cfg.Concurrency)
+	}
+	lc := &levelCollector{warmup: warm, win: cfg.Window, opened: make(chan struct{}), full: make(chan struct{}), onDone: cfg.OnCompletion}
+	var smp *sampler
+	if cfg.Metrics.enabled() {
+		smp = cfg.Metrics.start(ctx)
+		defer smp.stop()
+	}
+	loop := &ClosedLoop{Client: client, Next: cfg.Next, OnResult: lc.add, Ramp: cfg.Ramp}
+	levelCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	loop.SetConcurrency(levelCtx, cfg.Concurrency)
+	defer loop.Stop()
+
+	var timeout <-chan time.Time
+	if cfg.Timeout > 0 {
+		t := time.NewTimer(cfg.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	cutShort := false
+	select {
+	case <-ctx.Done():
+		return Level{}, ctx.Err()
+	case <-lc.opened:
+		if smp != nil {
+			smp.scrapeNow()
+		}
+		select {
+		case <-ctx.Done():
+			return Level{}, ctx.Err()
+		case <-lc.full:
+		case <-timeout:
+			cutShort = true
+		}
+	case <-timeout:
+		cutShort = true
+	}
+	var metricsEnd time.Time
+	if smp != nil {
+		smp.scrapeNow()
+		metricsEnd = time.Now()
+	}
+	cancel()
+	loop.Stop()
+
+	lc.mu.Lock()
+	results, open, last := lc.results, lc.open, lc.last
+	lc.win = 0 // late results are dropped
+	lc.mu.Unlock()
+	// A level cut short before its window opened has no results: it is
+	// judged as past the knee (not even the warm-up completed in time).
+	var d time.Duration
+	if !open.IsZero() && !last.IsZero() {
+		d = last.Sub(open)
+	}
+	st := summarize(results, d, cfg.SLO)
+	lv := Level{
+		Point: st.point, Margin: st.margin, TTFTAtQuantile: st.ttftQ, TPOTAtQuantile: st.tpotQ,
+		Errors: st.errors, Duration: d, Results: results, CutShort: cutShort,
+		PromptMismatch: st.promptMismatch, OutputShort: st.outputShort,
+	}
+	lv.Point.Concurrency = float64(cfg.Concurrency)
+	var e2e time.Duration
+	for _, r := range results {
+		if r.Err == nil {
+			e2e += r.E2E
+		}
+	}
+	if st.point.Requests > 0 {
+		lv.MeanE2E = e2e / time.Duration(st.point.Requests)
+	}
+	if smp != nil {
+		rd := smp.readings(open, metricsEnd)
+		lv.Point.KVCacheUsage = min(max(rd.kvUsage, 0), 1)
+		lv.Point.Running, lv.Point.Waiting = rd.running, rd.waiting
+		lv.Point.PreemptionsPerSecond = rd.preemptionRate
+		lv.Point.GPUUtilization = rd.gpuUtil
+		lv.MetricProblems = rd.problems
+	}
+	round(&lv.Point)
+	return lv, nil
+}

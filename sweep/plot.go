@@ -1,0 +1,256 @@
+package sweep
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// Plot size: three panels stacked, sharing the concurrency axis.
+const (
+	plotWidth  = 7 * vg.Inch
+	plotHeight = 9 * vg.Inch
+)
+
+var (
+	colorOutput  = color.RGBA{R: 31, G: 119, B: 180, A: 255}  // blue
+	colorGoodput = color.RGBA{R: 44, G: 160, B: 44, A: 255}   // green
+	colorLatency = color.RGBA{R: 148, G: 103, B: 189, A: 255} // purple
+	colorSLO     = color.RGBA{R: 214, G: 39, B: 40, A: 255}   // red
+	colorKnee    = color.RGBA{R: 255, G: 127, B: 14, A: 255}  // orange
+)
+
+// PlotFormat returns the image format for a plot file name: "png" or "svg".
+func PlotFormat(path string) (string, error) {
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".png", ".svg":
+		return ext[1:], nil
+	default:
+		return "", fmt.Errorf("plot %q: the file name must end in .png or .svg", path)
+	}
+}
+
+// SavePlot draws the profile's curve to path, as PNG or SVG by its extension.
+func SavePlot(path string, p *knee.Profile) error {
+	format, err := PlotFormat(path)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := WritePlot(&buf, p, format); err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, buf.Bytes())
+}
+
+// WritePlot draws the profile's curve: output tokens/s and goodput, then
+// p99 TTFT and p99 TPOT with the SLO thresholds, all against concurrency
+// (log scale), with the knee marked in every panel. Points that broke the
+// SLO are drawn as crosses, the others as dots. format is "png" or "svg".
+func WritePlot(w io.Writer, p *knee.Profile, format string) error {
+	if len(p.Points) == 0 {
+		return fmt.Errorf("plot: the profile has no points")
+	}
+	panels := []*plot.Plot{
+		throughputPanel(p),
+		latencyPanel(p, "TTFT", func(pt knee.Point) float64 { return pt.TTFT.P99 }, p.SLO.TTFT.D()),
+		latencyPanel(p, "TPOT", func(pt knee.Point) float64 { return pt.TPOT.P99 }, p.SLO.TPOT.D()),
+	}
+	panels[0].Title.Text = title(p)
+	for _, pl := range panels[:len(panels)-1] {
+		pl.X.Label.Text = ""
+	}
+
+	var canvas interface {
+		vg.CanvasSizer
+		io.WriterTo
+	}
+	var dc draw.Canvas
+	switch format {
+	case "png":
+		img := vgimg.NewWith(vgimg.UseWH(plotWidth, plotHeight), vgimg.UseDPI(120))
+		canvas, dc = vgimg.PngCanvas{Canvas: img}, draw.New(img)
+	case "svg":
+		svg := vgsvg.New(plotWidth, plotHeight)
+		canvas, dc = svg, draw.New(svg)
+	default:
+		return fmt.Errorf("plot: unknown format %q, want png or svg", format)
+	}
+	// White background: transparent PNGs read badly in dark viewers.
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(10), PadY: vg.Points(10)}
+	grid := make([][]*plot.Plot, len(panels))
+	for i, pl := range panels {
+		grid[i] = []*plot.Plot{pl}
+	}
+	for i, c := range plot.Align(grid, tiles, dc) {
+		panels[i].Draw(c[0])
+	}
+	if _, err := canvas.WriteTo(w); err != nil {
+		return fmt.Errorf("plot: writing %s: %w", format, err)
+	}
+	return nil
+}
+
+func title(p *knee.Profile) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s · workload %s · knee at concurrency %s", p.Match.Model, p.Workload.Mix.Name, formatConcurrency(p.Knee.Concurrency))
+	if p.Knee.LimitingResource != "" {
+		fmt.Fprintf(&b, " (%s)", strings.ReplaceAll(string(p.Knee.LimitingResource), "_", " "))
+	}
+	if p.Metadata.Partial {
+		b.WriteString(" · partial")
+	}
+	return b.String()
+}
+
+func formatConcurrency(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) }
+
+// basePanel is a panel with the concurrency axis on a log-2 scale.
+func basePanel(p *knee.Profile, ylabel string) *plot.Plot {
+	pl := plot.New()
+	pl.X.Label.Text = "concurrency (requests in flight)"
+	pl.Y.Label.Text = ylabel
+	pl.X.Scale = plot.LogScale{}
+	pl.X.Tick.Marker = powersOfTwoTicks{}
+	lo, hi := p.Points[0].Concurrency, p.Points[len(p.Points)-1].Concurrency
+	pl.X.Min, pl.X.Max = lo/1.2, hi*1.2
+	pl.Y.Min = 0
+	pl.Legend.Top = true
+	pl.Legend.Left = true
+	pl.Add(plotter.NewGrid())
+	return pl
+}
+
+func throughputPanel(p *knee.Profile) *plot.Plot {
+	pl := basePanel(p, "output tokens/s")
+	ymax := 0.0
+	for _, pt := range p.Points {
+		ymax = max(ymax, pt.OutputTokensPerSecond)
+	}
+	addSeries(pl, p, "output tok/s", colorOutput, func(pt knee.Point) float64 { return pt.OutputTokensPerSecond })
+	addSeries(pl, p, "goodput tok/s (requests meeting the SLO)", colorGoodput, func(pt knee.Point) float64 { return pt.GoodputTokensPerSecond })
+	finishPanel(pl, p, ymax*1.15)
+	return pl
+}
+
+// latencyPanel plots one latency's p99 in milliseconds or seconds, with
+// the SLO threshold as a dashed line.
+func latencyPanel(p *knee.Profile, name string, value func(knee.Point) float64, slo time.Duration) *plot.Plot {
+	threshold := slo.Seconds()
+	scale, unit := 1e3, "ms"
+	if threshold >= 2 {
+		scale, unit = 1, "s"
+	}
+	pl := basePanel(p, fmt.Sprintf("p99 %s (%s)", name, unit))
+	ymax := threshold * scale
+	for _, pt := range p.Points {
+		ymax = max(ymax, value(pt)*scale)
+	}
+	addSeries(pl, p, "p99 "+name, colorLatency, func(pt knee.Point) float64 { return value(pt) * scale })
+	sloLine, _ := plotter.NewLine(plotter.XYs{{X: pl.X.Min, Y: threshold * scale}, {X: pl.X.Max, Y: threshold * scale}})
+	sloLine.Color, sloLine.Width, sloLine.Dashes = colorSLO, vg.Points(1.5), []vg.Length{vg.Points(6), vg.Points(3)}
+	pl.Add(sloLine)
+	pl.Legend.Add(fmt.Sprintf("SLO: %s %s ≤ %s", quantileLabel(p.SLO.Quantile), name, slo), sloLine)
+	finishPanel(pl, p, ymax*1.15)
+	return pl
+}
+
+// addSeries draws a line through the points and a glyph at each: a dot
+// where the level met the SLO, a cross where it broke it.
+func addSeries(pl *plot.Plot, p *knee.Profile, name string, c color.Color, value func(knee.Point) float64) {
+	var all, good, bad plotter.XYs
+	for _, pt := range p.Points {
+		xy := plotter.XY{X: pt.Concurrency, Y: value(pt)}
+		all = append(all, xy)
+		if pt.MeetsSLO {
+			good = append(good, xy)
+		} else {
+			bad = append(bad, xy)
+		}
+	}
+	line, _ := plotter.NewLine(all)
+	line.Color, line.Width = c, vg.Points(1.5)
+	pl.Add(line)
+	if len(good) > 0 {
+		s, _ := plotter.NewScatter(good)
+		s.Color, s.Shape, s.Radius = c, draw.CircleGlyph{}, vg.Points(3)
+		pl.Add(s)
+	}
+	if len(bad) > 0 {
+		s, _ := plotter.NewScatter(bad)
+		s.Color, s.Shape, s.Radius = c, draw.CrossGlyph{}, vg.Points(4)
+		pl.Add(s)
+	}
+	pl.Legend.Add(name, line)
+}
+
+// finishPanel fixes the y range and marks the knee with a vertical line.
+func finishPanel(pl *plot.Plot, p *knee.Profile, ymax float64) {
+	if !(ymax > 0) || math.IsInf(ymax, 0) {
+		ymax = 1
+	}
+	pl.Y.Max = ymax
+	if p.Knee.Concurrency <= 0 {
+		return
+	}
+	k, _ := plotter.NewLine(plotter.XYs{{X: p.Knee.Concurrency, Y: 0}, {X: p.Knee.Concurrency, Y: ymax}})
+	k.Color, k.Width, k.Dashes = colorKnee, vg.Points(2), []vg.Length{vg.Points(2), vg.Points(2)}
+	pl.Add(k)
+	pl.Legend.Add("knee: concurrency "+formatConcurrency(p.Knee.Concurrency), k)
+}
+
+// powersOfTwoTicks labels 1, 2, 4, 8, … across the range.
+type powersOfTwoTicks struct{}
+
+func (powersOfTwoTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for v := 1.0; v <= hi; v *= 2 {
+		if v >= lo {
+			ticks = append(ticks, plot.Tick{Value: v, Label: formatConcurrency(v)})
+		}
+	}
+	return ticks
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same
+// directory, so an interrupted write never leaves a truncated file.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+package sweep
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// curve is a synthetic replica: the SLO margin and output tokens/s at each
+// concurrency.
+type curve func(c int) (margin, tokensPerSecond float64)
+
+// runSearch drives a Search against a curve and returns the levels it
+// measured and the last good level.
+func runSearch(t *testing.T, s *Search, f curve) (levels []int, lo int) {
+	t.Helper()
+	for {
+		c, ok := s.Next()
+		if !ok {
+			break
+		}
+		for _, seen := range levels {
+			if seen == c {
+				t.Fatalf("concurrency %d measured twice (levels %v)", c, levels)
+			}
+		}
+		levels = append(levels, c)
+		if len(levels) > 40 {
+			t.Fatalf("the search does not end: %v", levels)
+		}
+		m, tput := f(c)
+		s.Record(c, m <= 1, m, tput)
+	}
+	lo, _ = s.Bracket()
+	return levels, lo
+}
+
+// linearThroughput grows without saturating.
+func linearThroughput(c int) float64 { return 100 * float64(c) }
+
+func TestSearchFindsTheKneeWithinPrecisionInFewLevels(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		knee      float64 // where the margin crosses 1
+		margin    func(c, knee float64) float64
+		maxLevels int
+	}{
+		{"a margin linear in concurrency crossing at 26", 26.5, func(c, k float64) float64 { return 0.4 + 0.6*c/k }, 8},
+		{"a margin linear in concurrency crossing at 12", 12.5, func(c, k float64) float64 { return 0.5 + 0.5*c/k }, 7},
+		{"a convex margin (TTFT exploding past the knee) crossing at 29", 29.5, func(c, k float64) float64 { return 0.5 + 0.5*math.Pow(c/k, 6) }, 9},
+		{"a cliff: flat, then far past the threshold, at 40", 40.5, func(c, k float64) float64 {
+			if c <= k {
+				return 0.6
+			}
+			return 5
+		}, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewSearch(256, 0.1, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			levels, lo := runSearch(t, s, func(c int) (float64, float64) {
+				return tc.margin(float64(c), tc.knee), linearThroughput(c)
+			})
+			want := int(tc.knee)
+			if lo > want || float64(lo) < 0.9*float64(want) {
+				t.Errorf("knee %d, want within 10%% below %d (levels %v, %s)", lo, want, levels, s.Done())
+			}
+			if len(levels) > tc.maxLevels {
+				t.Errorf("%d levels %v, want at most %d", len(levels), levels, tc.maxLevels)
+			}
+			if lo, hi := s.Bracket(); hi-lo > max(1, int(0.1*float64(lo))) {
+				t.Errorf("final bracket [%d, %d) is wider than the precision", lo, hi)
+			}
+			if !strings.HasPrefix(s.Done(), "refined") || s.LowerBound() {
+				t.Errorf("reason %q (lower bound %v), want a refined knee", s.Done(), s.LowerBound())
+			}
+		})
+	}
+}
+
+func TestSearchStopsWhereTheSpecSaysTo(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		maxC       int
+		maxLevels  int
+		f          curve
+		wantLevels []int
+		wantLo     int
+		reason     string
+		lowerBound bool
+	}{
+		{
+			name: "throughput gaining under 5% per doubling stops the doubling at the flat level",
+			maxC: 256,
+			f: func(c int) (float64, float64) {
+				return 0.5, 1000 * math.Min(float64(c), 16) * (1 + 0.01*float64(c)/32)
+			},
+			wantLevels: []int{1, 2, 4, 8, 16, 32}, wantLo: 32, reason: "saturated: output tokens/s gained 0.5% from concurrency 16 to 32",
+		},
+		{
+			name:       "reaching --max-concurrency with the SLO met ends with a lower bound",
+			maxC:       20,
+			f:          func(c int) (float64, float64) { return 0.5, linearThroughput(c) },
+			wantLevels: []int{1, 2, 4, 8, 16, 20}, wantLo: 20, reason: "reached --max-concurrency 20", lowerBound: true,
+		},
+		{
+			name:       "concurrency 1 breaking the SLO ends the search with no knee",
+			maxC:       256,
+			f:          func(c int) (float64, float64) { return 3, linearThroughput(c) },
+			wantLevels: []int{1}, wantLo: 0, reason: "concurrency 1 already breaks the SLO",
+		},
+		{
+			name:       "the level budget ends the refinement with the bracket reached",
+			maxC:       256,
+			maxLevels:  6,
+			f:          func(c int) (float64, float64) { return float64(c) / 20.5, linearThroughput(c) },
+			wantLevels: []int{1, 2, 4, 8, 16, 32}, wantLo: 16, reason: "level budget of 6 used up with the knee in [16, 32)",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewSearch(tc.maxC, 0.1, tc.maxLevels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			levels, lo := runSearch(t, s, tc.f)
+			if len(levels) != len(tc.wantLevels) {
+				t.Fatalf("levels %v, want %v", levels, tc.wantLevels)
+			}
+			for i := range levels {
+				if levels[i] != tc.wantLevels[i] {
+					t.Fatalf("levels %v, want %v", levels, tc.wantLevels)
+				}
+			}
+			if lo != tc.wantLo {
+				t.Errorf("last good level %d, want %d", lo, tc.wantLo)
+			}
+			if !strings.HasPrefix(s.Done(), tc.reason) {
+				t.Errorf("reason %q, want it to start with %q", s.Done(), tc.reason)
+			}
+			if s.LowerBound() != tc.lowerBound {
+				t.Errorf("lower bound %v, want %v", s.LowerBound(), tc.lowerBound)
+			}
+		})
+	}
+}
+
+func TestSearchRejectsBadSettings(t *testing.T) {
+	for _, tc := range []struct {
+		maxC      int
+		precision float64
+		maxLevels int
+		want      string
+	}{
+		{0, 0.1, 0, "max concurrency must be ≥ 1, got 0"},
+		{8, 0, 0, "precision must be in (0,1), got 0"},
+		{8, 1, 0, "precision must be in (0,1), got 1"},
+		{8, 0.1, -1, "max levels must be ≥ 0, got -1"},
+	} {
+		if _, err := NewSearch(tc.maxC, tc.precision, tc.maxLevels); err == nil || err.Error() != tc.want {
+			t.Errorf("NewSearch(%d, %v, %d) = %v, want %q", tc.maxC, tc.precision, tc.maxLevels, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,349 @@
+package sweep
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/workload"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultMaxConcurrency = 256
+	DefaultPrecision      = 0.1
+)
+
+// DefaultMinRequests is the smallest steady-state window for an SLO
+// quantile q: enough requests that two lie beyond the quantile, so it
+// interpolates between the 2nd and 3rd slowest instead of being the single
+// worst request, which jumps from run to run (200 for a p99, 2000 for a
+// p99.9), and never fewer than 100 so a p50 and throughput are stable too.
+func DefaultMinRequests(q float64) int {
+	return max(100, int(math.Ceil(2/(1-q)-1e-9)))
+}
+
+// WindowRequests is the window for concurrency c: at least minRequests,
+// and four completions per worker, so every slot samples the mix's tail.
+func WindowRequests(c, minRequests int) int { return max(minRequests, 4*c) }
+
+// Config configures a sweep.
+type Config struct {
+	Client   *Client
+	Workload *workload.Generator
+	// Seed derives each level's workload stream, so a level's draws do not
+	// depend on which levels ran before it.
+	Seed uint64
+	SLO  knee.SLO
+	// MaxConcurrency ends the doubling (0 means DefaultMaxConcurrency).
+	MaxConcurrency int
+	// Precision is the relative width of the final bracket (0 means DefaultPrecision).
+	Precision float64
+	// MaxLevels caps the levels measured (0 means no cap).
+	MaxLevels int
+	// MinRequests is the smallest window (0 means DefaultMinRequests).
+	MinRequests int
+	// Warmup completions per level (0 means DefaultWarmup).
+	Warmup int
+	// LevelTimeout ends a level that has not filled its window (0 means none).
+	LevelTimeout time.Duration
+	// Metrics, when set, are scraped while each level runs.
+	Metrics *Metrics
+	// MetricsGuessed says Metrics.EngineURL was derived from the target,
+	// not given: if unreadable it is dropped with a warning.
+	MetricsGuessed bool
+	// Name is the profile's name (default: model and workload).
+	Name string
+	// GPU and EngineVersion fill the profile's match when the metrics do not.
+	GPU, EngineVersion string
+	// TargetLabel is how the profile names the target (default the base URL).
+	TargetLabel string
+	Logger      *slog.Logger
+	Progress    Progress
+	// Clock stamps the profile (nil means time.Now).
+	Clock func() time.Time
+}
+
+// Outcome is what a sweep measured.
+type Outcome struct {
+	Target Target
+	// Levels in the order they ran.
+	Levels []Level
+	// Reason says why the sweep stopped.
+	Reason      string
+	Interrupted bool
+	// Profile is the knee profile; nil when no level met the SLO.
+	Profile  *knee.Profile
+	Started  time.Time
+	Finished time.Time
+}
+
+// Errors Run may return together with an Outcome worth writing out.
+var (
+	ErrInterrupted    = errors.New("sweep interrupted")
+	ErrSLOUnreachable = errors.New("the SLO is not met even at concurrency 1")
+)
+
+// Run checks the target (see Preflight), then measures levels as Search
+// directs and builds the knee profile. When ctx is cancelled it stops at
+// once, discards the level in progress, and returns what was measured with
+// the profile marked partial and an error wrapping ErrInterrupted. The
+// Outcome is non-nil whenever the preflight passed.
+func Run(ctx context.Context, cfg Config) (*Outcome, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	clock := cfg.Clock
+	search, err := NewSearch(cfg.MaxConcurrency, cfg.Precision, cfg.MaxLevels)
+	if err != nil {
+		return nil, err
+	}
+	target, err := Preflight(ctx, cfg.Client, cfg.Metrics, cfg.MetricsGuessed)
+	for _, w := range target.Warnings {
+		log.Warn(w)
+	}
+	if err != nil {
+		return nil, err
+	}
+	log.Info("target checks passed", "target", cfg.targetLabel(), "model", cfg.Client.Model,
+		"probe_ttft", target.Probe.TTFT.Round(time.Microsecond), "probe_tokens", target.Probe.OutputTokens, "engine", target.Engine, "gpu", target.GPU)
+
+	out := &Outcome{Target: target, Started: clock()}
+	ramp := target.Probe.E2E
+	for {
+		c, ok := search.Next()
+		if !ok {
+			break
+		}
+		window := WindowRequests(c, cfg.MinRequests)
+		warm := cfg.Warmup
+		if warm <= 0 {
+			warm = DefaultWarmup(c)
+		}
+		cfg.Progress.StartLevel(len(out.Levels)+1, c, warm+window)
+		lv, err := RunLevel(ctx, cfg.Client, LevelConfig{
+			Concurrency: c, Warmup: warm, Window: window, Ramp: ramp, Timeout: cfg.LevelTimeout,
+			Next: cfg.nextFunc(c), SLO: cfg.SLO, Metrics: cfg.Metrics, OnCompletion: cfg.Progress.Update,
+		})
+		cfg.Progress.EndLevel()
+		if err != nil {
+			if ctx.Err() != nil {
+				out.Interrupted = true
+				out.Reason = fmt.Sprintf("interrupted during concurrency %d (that level is discarded)", c)
+				break
+			}
+			return out, err
+		}
+		out.Levels = append(out.Levels, lv)
+		logLevel(log, cfg.SLO, lv)
+		search.Record(c, lv.Point.MeetsSLO, lv.Margin, lv.Point.OutputTokensPerSecond)
+		if lv.MeanE2E > 0 {
+			ramp = lv.MeanE2E
+		}
+	}
+	out.Finished = clock()
+	if !out.Interrupted {
+		out.Reason = search.Done()
+	}
+	log.Info("sweep finished", "reason", out.Reason, "levels", len(out.Levels), "took", out.Finished.Sub(out.Started).Round(time.Millisecond))
+
+	prof, perr := cfg.profile(out, search.LowerBound())
+	if perr == nil {
+		out.Profile = prof
+	}
+	switch {
+	case out.Interrupted:
+		return out, fmt.Errorf("%w: %s", ErrInterrupted, out.Reason)
+	case perr != nil:
+		return out, perr
+	}
+	return out, nil
+}
+
+func (cfg *Config) defaults() error {
+	switch {
+	case cfg.Client == nil:
+		return errors.New("sweep: no client")
+	case cfg.Workload == nil:
+		return errors.New("sweep: no workload")
+	case cfg.SLO.TTFT <= 0:
+		return fmt.Errorf("sweep: the TTFT threshold must be > 0, got %s", cfg.SLO.TTFT)
+	case cfg.SLO.TPOT <= 0:
+		return fmt.Errorf("sweep: the TPOT threshold must be > 0, got %s", cfg.SLO.TPOT)
+	case !(cfg.SLO.Quantile > 0 && cfg.SLO.Quantile < 1):
+		return fmt.Errorf("sweep: the SLO quantile must be in (0,1), got %v", cfg.SLO.Quantile)
+	case cfg.MinRequests < 0:
+		return fmt.Errorf("sweep: min requests must be ≥ 0, got %d", cfg.MinRequests)
+	}
+	if cfg.MaxConcurrency == 0 {
+		cfg.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if cfg.Precision == 0 {
+		cfg.Precision = DefaultPrecision
+	}
+	if cfg.MinRequests == 0 {
+		cfg.MinRequests = DefaultMinRequests(cfg.SLO.Quantile)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = noProgress{}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Client.Prompt == nil {
+		cfg.Client.Prompt = UniquePrompts()
+	}
+	return nil
+}
+
+func (cfg *Config) targetLabel() string {
+	if cfg.TargetLabel != "" {
+		return cfg.TargetLabel
+	}
+	return cfg.Client.BaseURL
+}
+
+// nextFunc returns a concurrency-safe request source for level c, drawing
+// from the workload reseeded for c (a trace replays from its start).
+func (cfg *Config) nextFunc(c int) func() Request {
+	gen := cfg.Workload.WithSeed(levelSeed(cfg.Seed, c))
+	var mu sync.Mutex
+	return func() Request {
+		mu.Lock()
+		w := gen.Next()
+		mu.Unlock()
+		return Request{PromptTokens: w.PromptTokens, MaxTokens: w.OutputTokens}
+	}
+}
+
+// levelSeed mixes the run's seed with the level (splitmix64's finaliser).
+func levelSeed(seed uint64, c int) uint64 {
+	z := seed + uint64(c)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+func logLevel(log *slog.Logger, slo knee.SLO, lv Level) {
+	pt := lv.Point
+	q := quantileLabel(slo.Quantile)
+	verdict := "meets the SLO"
+	if !pt.MeetsSLO {
+		verdict = "breaks the SLO"
+	}
+	attrs := []any{
+		"concurrency", pt.Concurrency, "verdict", verdict,
+		"output_tok_s", math.Round(pt.OutputTokensPerSecond), "goodput_tok_s", math.Round(pt.GoodputTokensPerSecond),
+		"ttft_" + q, time.Duration(lv.TTFTAtQuantile * 1e9).Round(time.Microsecond),
+		"tpot_" + q, time.Duration(lv.TPOTAtQuantile * 1e9).Round(time.Microsecond),
+		"errors", lv.Errors, "requests", pt.Requests, "window", lv.Duration.Round(time.Millisecond),
+	}
+	if lv.CutShort {
+		attrs = append(attrs, "cut_short", true)
+	}
+	log.Info("level measured", attrs...)
+	for _, p := range lv.MetricProblems {
+		log.Warn("metrics incomplete for this level", "concurrency", pt.Concurrency, "problem", p)
+	}
+}
+
+// quantileLabel writes 0.99 as "p99" and 0.999 as "p99.9".
+func quantileLabel(q float64) string {
+	return "p" + strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", q*100), "0"), ".")
+}
+
+// profile builds the knee profile from the measured levels; the knee is
+// knee.FindFromPoints's: the highest level such that it and every level
+// below it met the SLO. A knee between two measured levels is never
+// reported: the profile says what was measured.
+func (cfg *Config) profile(out *Outcome, lowerBound bool) (*knee.Profile, error) {
+	if len(out.Levels) == 0 {
+		return nil, errors.New("no level was measured")
+	}
+	info := cfg.Workload.Info()
+	p := &knee.Profile{
+		APIVersion: knee.APIVersion,
+		Kind:       knee.Kind,
+		Metadata: knee.Metadata{
+			Name:      cfg.profileName(info),
+			CreatedAt: out.Finished.UTC(),
+			Partial:   out.Interrupted || lowerBound,
+		},
+		Match: knee.Match{
+			Model:         cfg.Client.Model,
+			GPU:           cmp.Or(out.Target.GPU, cfg.GPU),
+			Engine:        out.Target.Engine,
+			EngineVersion: cfg.EngineVersion,
+		},
+		SLO: cfg.SLO,
+		Workload: knee.WorkloadInfo{
+			Mix:              info.Mix,
+			Source:           info.Source,
+			MeanPromptTokens: info.MeanPromptTokens,
+			MeanOutputTokens: info.MeanOutputTokens,
+		},
+		Sweep: knee.SweepInfo{
+			Tool:       "kneewatch sweep",
+			Target:     cfg.targetLabel(),
+			StartedAt:  out.Started.UTC(),
+			FinishedAt: out.Finished.UTC(),
+		},
+	}
+	// The means live traffic is compared with are the token counts the
+	// server reported (its own tokenizer), not the ones asked for.
+	var n, prompt, output float64
+	for _, lv := range out.Levels {
+		p.Sweep.Levels = append(p.Sweep.Levels, int(lv.Point.Concurrency))
+		p.Points = append(p.Points, lv.Point)
+		for _, r := range lv.Results {
+			if r.Err == nil {
+				n, prompt, output = n+1, prompt+float64(r.PromptTokens), output+float64(r.OutputTokens)
+			}
+		}
+	}
+	if n > 0 {
+		p.Workload.MeanPromptTokens = math.Round(prompt/n*1000) / 1000
+		p.Workload.MeanOutputTokens = math.Round(output/n*1000) / 1000
+	}
+	slices.SortFunc(p.Points, func(a, b knee.Point) int { return cmp.Compare(a.Concurrency, b.Concurrency) })
+	k, err := knee.FindFromPoints(p.Points, cfg.SLO)
+	if err != nil {
+		lv := out.Levels[0]
+		return nil, fmt.Errorf("%w: %s TTFT %s (SLO %s), %s TPOT %s (SLO %s), error rate %.1f%%", ErrSLOUnreachable,
+			quantileLabel(cfg.SLO.Quantile), time.Duration(lv.TTFTAtQuantile*1e9).Round(time.Microsecond), cfg.SLO.TTFT,
+			quantileLabel(cfg.SLO.Quantile), time.Duration(lv.TPOTAtQuantile*1e9).Round(time.Microsecond), cfg.SLO.TPOT,
+			100*lv.Point.ErrorRate)
+	}
+	p.Knee = k
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("the measured profile does not validate (a bug): %w", err)
+	}
+	return p, nil
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// profileName is the configured name, or "<model base name>-<mix name>".
+func (cfg *Config) profileName(info workload.Info) string {
+	if cfg.Name != "" {
+		return cfg.Name
+	}
+	model := cfg.Client.Model
+	if i := strings.LastIndex(model, "/"); i >= 0 {
+		model = model[i+1:]
+	}
+	return strings.Trim(unsafeName.ReplaceAllString(model+"-"+info.Mix.Name, "-"), "-")
+}
