@@ -13,8 +13,18 @@ export PATH := $(TOOLS):$(PATH)
 # Pinned versions of the real components the tests use.
 PROMETHEUS_VERSION   := v0.316.0
 ALERTMANAGER_VERSION := v0.35.0
+HELM_VERSION         := v3.22.0
+KUBECONFORM_VERSION  := v0.8.0
+KUBERNETES_VERSION   := v1.37.2
+# etcd's version is pinned in tools/etcd/go.mod, kube-apiserver's in tools/kas/go.mod.
+PROM_OPERATOR_VERSION := v0.85.0
 
-TOOL_BINS := $(TOOLS)/promtool $(TOOLS)/prometheus $(TOOLS)/alertmanager
+# Schemas for offline kubeconform runs, and the prometheus-operator CRDs the
+# kube-apiserver tests install: generated here, never downloaded at test time.
+KUBE_SCHEMAS := $(CURDIR)/.tools/schemas
+
+TOOL_BINS := $(TOOLS)/promtool $(TOOLS)/prometheus $(TOOLS)/alertmanager \
+	$(TOOLS)/helm $(TOOLS)/kubeconform $(TOOLS)/kube-apiserver $(TOOLS)/etcd
 
 .PHONY: all build test test-short tools bench vet fmt-check clean-tools
 
@@ -23,7 +33,7 @@ all: build
 build:
 	$(GO) build ./...
 
-tools: $(TOOL_BINS)
+tools: $(TOOL_BINS) $(KUBE_SCHEMAS)/generated
 
 $(TOOLS)/promtool:
 	GOBIN=$(TOOLS) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
@@ -33,6 +43,26 @@ $(TOOLS)/prometheus:
 
 $(TOOLS)/alertmanager:
 	scripts/build-alertmanager.sh $(ALERTMANAGER_VERSION) $(TOOLS)
+
+# helm v3 built from source assumes Kubernetes 1.20 for .Capabilities unless told.
+HELM_LDFLAGS := -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 \
+	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(word 2,$(subst ., ,$(KUBERNETES_VERSION)))
+
+$(TOOLS)/helm:
+	GOBIN=$(TOOLS) $(GO) install -trimpath -ldflags "$(HELM_LDFLAGS)" helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+$(TOOLS)/kubeconform:
+	GOBIN=$(TOOLS) $(GO) install -trimpath -ldflags "-s -w" github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
+
+$(TOOLS)/kube-apiserver:
+	scripts/build-kube-apiserver.sh $(KUBERNETES_VERSION) $(TOOLS)
+
+$(TOOLS)/etcd:
+	scripts/build-etcd.sh $(TOOLS)
+
+$(KUBE_SCHEMAS)/generated:
+	scripts/kube-schemas.sh $(KUBERNETES_VERSION) $(PROM_OPERATOR_VERSION) $(KUBE_SCHEMAS)
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
