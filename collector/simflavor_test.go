@@ -1,8 +1,10 @@
 package collector
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,8 +14,24 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/sim"
-	"github.com/kneewatch/kneewatch/sweep"
 )
+
+// complete sends one non-streaming completion (the sweep package has the
+// full client, but it imports this package).
+func complete(t *testing.T, baseURL, model, prompt string, maxTokens int) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": prompt, "max_tokens": maxTokens, "ignore_eos": true})
+	resp, err := http.Post(baseURL+"/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("completion: HTTP %d: %s", resp.StatusCode, b)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+}
 
 // snapshotShape is what a flavor's snapshot must carry, independent of the
 // values a real-time run produces: which engine and model the adapter saw,
@@ -70,11 +88,8 @@ func TestSimulatorFlavorsNormalizeToTheExpectedSnapshot(t *testing.T) {
 			}
 			defer fleet.Close()
 			r := fleet.Replicas()[0]
-			client := &sweep.Client{BaseURL: r.OpenAIBaseURL, Model: preset.Model, Stream: true, Prompt: sim.PromptOfTokens, HTTP: http.DefaultClient}
 			for range 3 {
-				if res := client.Do(ctx, sweep.Request{PromptTokens: 64, MaxTokens: 8}); res.Err != nil {
-					t.Fatalf("request: %v", res.Err)
-				}
+				complete(t, r.OpenAIBaseURL, preset.Model, sim.PromptOfTokens(64), 8)
 			}
 			snap, err := NewScraper(nil, ScrapeLimits{}).Scrape(ctx, r.MetricsURL, Options{})
 			if err != nil {
