@@ -134,7 +134,7 @@ var (
 	MetricProbeSuccess = MetricDesc{"kneewatch_probe_success_total", Counter,
 		"Probes that streamed the expected tokens.", []string{"replica", "model"}}
 	MetricProbeFailures = MetricDesc{"kneewatch_probe_failures_total", Counter,
-		"Failed probes by class (connect, timeout, http_4xx, http_5xx, bad_stream, empty).", []string{"replica", "model", "class"}}
+		"Failed probes by class (connect, timeout, http_4xx, http_5xx, bad_stream, empty, redirect).", []string{"replica", "model", "class"}}
 	MetricProbeSkipped = MetricDesc{"kneewatch_probe_skipped_total", Counter,
 		"Probes not sent, by reason (past_knee, queue_growing, budget, in_flight).", []string{"replica", "model", "reason"}}
 	MetricProbeLast = MetricDesc{"kneewatch_probe_last_timestamp_seconds", Gauge,

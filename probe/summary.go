@@ -1,0 +1,82 @@
+package probe
+
+import (
+	"math"
+	"time"
+)
+
+// MinFailingProbes is how many probes must have finished in the window, all
+// failed, before a replica's probes count as all failing: one lost probe is
+// noise, two in a row with none getting through is a replica that does not
+// serve tokens.
+const MinFailingProbes = 2
+
+// Summary is one replica's probes over the summary window (see
+// Runner.Window), for the watcher's evaluation.
+type Summary struct {
+	Window    time.Duration // the span summarized
+	Probes    int           // probes that finished in the window
+	Successes int
+	// SuccessRatio is Successes ÷ Probes; NaN when no probe finished.
+	SuccessRatio float64
+	// TTFTAttainment and TPOTAttainment are the shares of successful probes
+	// in the window whose TTFT (TPOT) was ≤ the SLO threshold; NaN without a
+	// threshold or a measured probe.
+	TTFTAttainment, TPOTAttainment float64
+	// AllFailing is true when at least MinFailingProbes probes finished in
+	// the window and none succeeded: the replica is not serving tokens to a
+	// client, whatever its metrics say.
+	AllFailing bool
+	// LastClass is the class of the latest finished probe ("" for success).
+	LastClass Class
+}
+
+// summaryLocked summarizes the probes that finished in (now − window, now].
+func (s *replicaState) summaryLocked(now time.Time, window time.Duration) Summary {
+	out := Summary{Window: window, SuccessRatio: math.NaN(), TTFTAttainment: math.NaN(), TPOTAttainment: math.NaN()}
+	cut := now.Add(-window)
+	var ttft, tpot attainment
+	var lastEnd time.Time
+	for _, r := range s.records {
+		if !r.finished || !r.end.After(cut) || r.end.After(now) {
+			continue
+		}
+		out.Probes++
+		if !r.end.Before(lastEnd) {
+			lastEnd = r.end
+			out.LastClass = r.class
+		}
+		if !r.ok {
+			continue
+		}
+		out.Successes++
+		ttft.add(r.ttft, s.target.SLOTTFT)
+		tpot.add(r.tpot, s.target.SLOTPOT)
+	}
+	if out.Probes > 0 {
+		out.SuccessRatio = float64(out.Successes) / float64(out.Probes)
+	}
+	out.TTFTAttainment, out.TPOTAttainment = ttft.ratio(), tpot.ratio()
+	out.AllFailing = out.Probes >= MinFailingProbes && out.Successes == 0
+	return out
+}
+
+// attainment counts measured values within an SLO threshold.
+type attainment struct{ within, measured int }
+
+func (a *attainment) add(v float64, threshold time.Duration) {
+	if threshold <= 0 || math.IsNaN(v) {
+		return
+	}
+	a.measured++
+	if v <= threshold.Seconds() {
+		a.within++
+	}
+}
+
+func (a attainment) ratio() float64 {
+	if a.measured == 0 {
+		return math.NaN()
+	}
+	return float64(a.within) / float64(a.measured)
+}
