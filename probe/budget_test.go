@@ -85,4 +85,3 @@ func TestTheLoadRatioNeverReadsAboveTheCap(t *testing.T) {
 	}
 	t.Logf("%d probes sent, highest load ratio %.6f (cap %v)", sent, highest, loadCap)
 }
-
