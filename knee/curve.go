@@ -98,16 +98,60 @@ func lerp(a, b, f float64) float64 { return a + (b-a)*f }
 // a large swing in concurrency, so there the plain ratio is used: it is 1 at
 // the knee either way. Unknown when the knee's rate is not > 0.
 func (p *Profile) throughputLoadRatio(rate float64) float64 {
+	return p.rateLoadRatio(rate, outputRate)
+}
+
+// rateKind names a rate the profile's curve can be read by.
+type rateKind int
+
+const (
+	outputRate rateKind = iota // output tokens/s
+	promptRate                 // prompt tokens/s: requests/s × the profile's mean prompt
+)
+
+// rateAt is the profile's rate of kind at a sweep point.
+func (p *Profile) rateAt(pt *Point, kind rateKind) float64 {
+	if kind == promptRate {
+		return pt.RequestsPerSecond * p.Workload.MeanPromptTokens
+	}
+	return pt.OutputTokensPerSecond
+}
+
+// kneeRate is the profile's rate of kind at its knee: the knee's own output
+// rate, or the prompt rate read off the curve at the knee concurrency (the
+// knee may lie between two points).
+func (p *Profile) kneeRate(kind rateKind) float64 {
+	if kind == outputRate {
+		return p.Knee.OutputTokensPerSecond
+	}
+	c := p.Knee.Concurrency
+	for i := range p.Points {
+		hi := &p.Points[i]
+		if hi.Concurrency < c {
+			continue
+		}
+		if hi.Concurrency == c || i == 0 {
+			return p.rateAt(hi, kind)
+		}
+		lo := &p.Points[i-1]
+		return lerp(p.rateAt(lo, kind), p.rateAt(hi, kind), (c-lo.Concurrency)/(hi.Concurrency-lo.Concurrency))
+	}
+	return Unknown()
+}
+
+// rateLoadRatio is throughputLoadRatio for a rate of any kind.
+func (p *Profile) rateLoadRatio(rate float64, kind rateKind) float64 {
 	k := &p.Knee
-	if !(k.OutputTokensPerSecond > 0) || !(k.Concurrency > 0) || !nonNegative(rate) {
+	kneeRate := p.kneeRate(kind)
+	if !(kneeRate > 0) || !(k.Concurrency > 0) || !nonNegative(rate) {
 		return Unknown()
 	}
-	if rate >= k.OutputTokensPerSecond {
-		return rate / k.OutputTokensPerSecond
+	if rate >= kneeRate {
+		return rate / kneeRate
 	}
 	loC, loT := 0.0, 0.0
 	for i := range p.Points {
-		hiC, hiT := p.Points[i].Concurrency, p.Points[i].OutputTokensPerSecond
+		hiC, hiT := p.Points[i].Concurrency, p.rateAt(&p.Points[i], kind)
 		if hiC >= k.Concurrency {
 			break
 		}
@@ -119,5 +163,5 @@ func (p *Profile) throughputLoadRatio(rate float64) float64 {
 		}
 	}
 	// The last stretch ends at the knee, whose rate is above rate.
-	return lerp(loC, k.Concurrency, (rate-loT)/(k.OutputTokensPerSecond-loT)) / k.Concurrency
+	return lerp(loC, k.Concurrency, (rate-loT)/(kneeRate-loT)) / k.Concurrency
 }

@@ -10,8 +10,8 @@ type Dimension int
 const (
 	// DimensionLoad: in-flight requests ÷ knee concurrency.
 	DimensionLoad Dimension = iota
-	// DimensionThroughput: output tokens/s against the knee's, on the load
-	// scale (see Evaluate).
+	// DimensionThroughput: output or prompt tokens/s, whichever is further
+	// along, against the knee's, on the load scale (see Evaluate).
 	DimensionThroughput
 	// DimensionKVCache: KV-cache usage ÷ the usage that counts as full for
 	// this knee (see Evaluate).
@@ -147,7 +147,15 @@ type Result struct {
 //     rate ÷ the knee concurrency; from the knee's rate up, the rate ÷ the
 //     knee's rate. A replica behaving like its profile has equal load and
 //     throughput ratios; the plain rate ÷ knee rate would not, because
-//     throughput is concave in concurrency.
+//     throughput is concave in concurrency. Prompt tokens/s are read the
+//     same way, on the profile's curve of requests/s × its mean prompt, and
+//     the larger of the two counts: when the mix shifts to longer prompts
+//     (RAG traffic on a chat replica), prefill work grows while output
+//     tokens and in-flight requests barely move, and the prefill steps it
+//     adds to every decode are what break a TPOT-bound knee. On the
+//     simulator, a chat replica whose traffic turns 10% RAG at a constant
+//     request rate loses two thirds of its knee; the prompt rate read on
+//     the chat curve tracks that within ~0.05, load and output rates do not.
 //   - kv_cache: KV usage ÷ a reference. For a KV-bound knee the reference is
 //     the knee's own KV usage: KV grows with load and the knee is where it
 //     ran out. For a compute-bound knee the knee's KV usage says nothing
@@ -155,14 +163,17 @@ type Result struct {
 //     saturation (Options.KVSaturation, or the knee's usage if higher): the
 //     ratio stays small until a mix of longer contexts starts filling the
 //     cache, then reaches 1 when the cache is nearly full.
-//   - effective_load: the load ratio ÷ throughput efficiency (clamped to
-//     0.1..1), from Options.EffectiveLoadMinRatio upward. A replica that
-//     makes fewer tokens at a load than its profile did is slower (a
-//     throttled GPU) or serving heavier requests (longer prompts), and its
-//     knee has moved down about in proportion: with per-step time scaled by
-//     1/s, throughput at a load scales by s and a TPOT-bound knee moves
-//     to about s × the profiled one (a little lower when the fixed per-step
-//     cost is a large part of the TPOT threshold).
+//   - effective_load: load ÷ the knee moved by the replica's speed, from
+//     Options.EffectiveLoadMinRatio upward. A replica that makes fewer
+//     tokens at a load than its profile did (throughput efficiency e < 1)
+//     is slower (a throttled GPU) or serving heavier requests, and its knee
+//     has moved down. Two estimates of where to, the tighter one counting:
+//     in proportion (e × the knee: throughput at a load scales with speed),
+//     and on the profile's latency curve (where latencies stretched by 1/e
+//     reach the SLO, which is lower when the per-step cost that does not
+//     grow with the batch is a large part of the threshold; see
+//     speedKnee). e is clamped to 0.1..1, so the ratio is at most 10× the
+//     load ratio and a faster replica gets no bonus.
 //
 // Goodput is output tokens/s × min(TTFT attainment, TPOT attainment). vLLM's
 // bench counts goodput as the tokens of requests that met every SLO; the
@@ -204,6 +215,9 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 		r.OutputTokensPerSecond = out
 		r.Ratios[DimensionThroughput] = p.throughputLoadRatio(out)
 	}
+	if prompt := obs.PromptTokensPerSecond; nonNegative(prompt) {
+		r.Ratios[DimensionThroughput] = maxKnown(r.Ratios[DimensionThroughput], p.rateLoadRatio(prompt, promptRate))
+	}
 
 	kv := obs.KVCacheUsage
 	kvSat := opts.kvSaturation()
@@ -224,7 +238,11 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	}
 	if Known(r.ThroughputEfficiency) && r.Ratios[DimensionLoad] >= opts.effectiveLoadMinRatio() {
 		e := min(max(r.ThroughputEfficiency, minEfficiency), 1)
-		r.Ratios[DimensionEffectiveLoad] = r.Ratios[DimensionLoad] / e
+		ratio := r.Ratios[DimensionLoad] / e
+		if k, ok := p.speedKnee(e); ok && k > 0 {
+			ratio = max(ratio, min(load/k, r.Ratios[DimensionLoad]/minEfficiency))
+		}
+		r.Ratios[DimensionEffectiveLoad] = ratio
 	}
 
 	// Ties (within rounding) go to the earlier dimension, so the label does

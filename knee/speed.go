@@ -1,0 +1,73 @@
+package knee
+
+import "math"
+
+// sloMargin is how close a sweep point's latency is to the SLO: the larger
+// of its TTFT and TPOT at the SLO quantile ÷ the thresholds, 1 where the SLO
+// breaks. ok is false when the profile's points do not hold the SLO's
+// quantile (they keep p50 and p99) or the thresholds are not > 0.
+func (p *Profile) sloMargin(pt *Point) (float64, bool) {
+	const eps = 1e-9
+	var ttft, tpot float64
+	switch q := p.SLO.Quantile; {
+	case math.Abs(q-0.99) < eps:
+		ttft, tpot = pt.TTFT.P99, pt.TPOT.P99
+	case math.Abs(q-0.5) < eps:
+		ttft, tpot = pt.TTFT.P50, pt.TPOT.P50
+	default:
+		return 0, false
+	}
+	if p.SLO.TTFT <= 0 || p.SLO.TPOT <= 0 || !nonNegative(ttft) || !nonNegative(tpot) {
+		return 0, false
+	}
+	return max(ttft/p.SLO.TTFT.Seconds(), tpot/p.SLO.TPOT.Seconds()), true
+}
+
+// speedKnee is where the knee moves for a replica running at speed e of its
+// profile (0 < e ≤ 1): the concurrency at which the profile's latencies,
+// each stretched by 1/e, reach the SLO, read linearly between the sweep
+// points up to the knee, and never above the knee. A slower GPU stretches
+// every engine step, so TTFT and TPOT at a given concurrency grow by about
+// 1/e, and the knee of a TPOT-bound replica falls to where TPOT × 1/e meets
+// the threshold. That is lower than e × the knee whenever the per-step cost
+// that does not grow with the batch (weights read, scheduling) is a large
+// part of the threshold: on the simulator's 8B/H100 chat profile
+// (TPOT p99 8 ms alone, 24 ms at the knee of 132, SLO 25 ms) a 1.36× slower
+// GPU moves the knee to ~85, not to 132/1.36 ≈ 97. A knee that the SLO did
+// not bind (KV-bound) stays until the stretched latencies reach the SLO
+// below it. ok is false when the profile's latencies cannot be read (see
+// sloMargin).
+func (p *Profile) speedKnee(e float64) (float64, bool) {
+	kneeC := p.Knee.Concurrency
+	if !(e > 0) || len(p.Points) == 0 || !(kneeC > 0) {
+		return 0, false
+	}
+	if e >= 1 {
+		return kneeC, true
+	}
+	prevC, prevM := 0.0, 0.0
+	for i := range p.Points {
+		pt := &p.Points[i]
+		m, ok := p.sloMargin(pt)
+		if !ok {
+			return 0, false
+		}
+		if m >= e {
+			if i == 0 {
+				// Even the lightest measured load misses the stretched SLO:
+				// scale down from the first point, latencies there being no
+				// lower than one request alone.
+				return min(pt.Concurrency*e/m, kneeC), true
+			}
+			if m == prevM {
+				return min(prevC, kneeC), true
+			}
+			return min(lerp(prevC, pt.Concurrency, (e-prevM)/(m-prevM)), kneeC), true
+		}
+		if pt.Concurrency >= kneeC {
+			break
+		}
+		prevC, prevM = pt.Concurrency, m
+	}
+	return kneeC, true
+}
