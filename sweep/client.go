@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/kneewatch/kneewatch/sim"
 )
 
 // Client sends completion requests to one OpenAI-compatible endpoint.
@@ -28,7 +30,8 @@ type Client struct {
 	Chat bool
 	// Stream requests server-sent events, so TTFT can be measured.
 	Stream bool
-	// Prompt returns prompt text of about n tokens.
+	// Prompt returns prompt text of about n tokens (nil means
+	// sim.PromptOfTokens; the sweep uses UniquePrompts).
 	Prompt func(n int) string
 	HTTP   *http.Client
 }
@@ -106,7 +109,11 @@ type completionChunk struct {
 func (c *Client) Do(ctx context.Context, req Request) Result {
 	res := Result{Request: req, Start: time.Now()}
 	body := completionRequest{Model: c.Model, MaxTokens: req.MaxTokens, IgnoreEOS: true}
-	prompt := c.Prompt(req.PromptTokens)
+	promptOf := c.Prompt
+	if promptOf == nil {
+		promptOf = sim.PromptOfTokens
+	}
+	prompt := promptOf(req.PromptTokens)
 	path := "/completions"
 	if c.Chat {
 		path = "/chat/completions"
@@ -202,7 +209,7 @@ func (e *HTTPError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Code, e
 // parsing, which keeps the client's cost per token to a line scan.
 func (c *Client) readStream(r io.Reader, res *Result) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 0, 4<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
 		data, ok := bytes.CutPrefix(line, []byte("data:"))

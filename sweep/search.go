@@ -14,8 +14,11 @@ const MinGain = 0.05
 // MaxErrorRate errors), gains less than MinGain throughput over the level
 // before, or reaches MaxConcurrency. After a break it refines between the
 // last good level (lo) and the first bad one (hi) until hi − lo is at most
-// Precision × lo (or 1), probing where linear interpolation of the SLO
-// margin between lo and hi crosses 1.
+// Precision × lo (or 1), probing where the SLO margin, interpolated between
+// lo and hi, crosses 1. The interpolation is linear in log(margin): latency
+// past a knee grows faster than linearly (queues form), and on the log
+// scale a margin that doubles per step is a straight line, so the estimate
+// is not dragged down to lo by the huge margin of a far-past level.
 //
 // The interpolated probe is kept at least max(1, Precision × lo) and an
 // eighth of the bracket away from both ends. Near an end that makes the
@@ -123,8 +126,9 @@ func (s *Search) width() int {
 func (s *Search) probe(width int) int {
 	lo, hi := float64(s.lo), float64(s.hi)
 	est := (lo + hi) / 2
-	if s.mhi > 1 && s.mhi > s.mlo && s.mlo <= 1 {
-		est = lo + (1-s.mlo)/(s.mhi-s.mlo)*(hi-lo)
+	if s.mhi > 1 && s.mlo > 0 && s.mlo <= 1 && !math.IsInf(s.mhi, 0) {
+		llo, lhi := math.Log(s.mlo), math.Log(s.mhi)
+		est = lo + (0-llo)/(lhi-llo)*(hi-lo)
 	}
 	guard := max(float64(width), (hi-lo)/8)
 	low, high := lo+guard, hi-guard

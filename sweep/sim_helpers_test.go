@@ -3,7 +3,6 @@ package sweep
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -91,4 +90,17 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-var _ = http.MethodGet
+// countTokens is the simulator's token count, the rule prompts are sized by.
+func countTokens(s string) int { return sim.CountTokens(s) }
+
+func resolveChat() *workload.Generator {
+	g, err := workload.Resolve("chat", 1)
+	if err != nil {
+		panic(err) // a built-in preset always resolves
+	}
+	return g
+}
+
+func newScraper() *collector.Scraper {
+	return collector.NewScraper(nil, collector.ScrapeLimits{Timeout: 5 * time.Second})
+}

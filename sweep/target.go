@@ -12,8 +12,8 @@ import (
 // gateways serve the API under a prefix). Only http and https are accepted.
 func APIBase(target string) (string, error) {
 	u, err := url.Parse(target)
-	if err != nil {
-		return "", fmt.Errorf("--target %q: %w", target, err)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("--target %q: want an http:// or https:// URL, e.g. http://127.0.0.1:8000", target)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return "", fmt.Errorf("--target %q: want an http:// or https:// URL, e.g. http://127.0.0.1:8000", target)

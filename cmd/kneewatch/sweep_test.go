@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/sim"
+)
+
+// startSweepSim starts one simulated replica with its DCGM endpoint on
+// loopback, as `kneewatch sim` would; the test stops it.
+func startSweepSim(t *testing.T) *sim.Fleet {
+	t.Helper()
+	p, err := sim.LoadPreset("llama-3.1-8b-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f, err := sim.StartFleet(ctx, sim.FleetConfig{Listen: "127.0.0.1:0", DCGMListen: "127.0.0.1:0", Preset: p, Speed: 200, ShutdownGrace: time.Second})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		f.Close()
+	})
+	return f
+}
+
+func TestSweepWritesTheProfilePlotAndReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sweeps the simulator for a few seconds")
+	}
+	f := startSweepSim(t)
+	dir := t.TempDir()
+	profile, plot, report := filepath.Join(dir, "profile.yaml"), filepath.Join(dir, "knee.png"), filepath.Join(dir, "report.md")
+	var out, errb bytes.Buffer
+	args := []string{"sweep", "--target", f.Replicas()[0].URL, "--model", "meta-llama/Llama-3.1-8B-Instruct",
+		"--dcgm-url", f.DCGMURL(), "--slo-ttft", "50ms", "--slo-tpot", "5ms", "--workload", "chat",
+		"--max-concurrency", "4", "--min-requests", "40", "--scrape-interval", "50ms",
+		"--out", profile, "--plot", plot, "--report", report}
+	if err := run(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, errb.String())
+	}
+	prof, err := knee.Load(profile)
+	if err != nil {
+		t.Fatalf("the profile does not load: %v", err)
+	}
+	// Every level meets so loose an SLO: the knee is --max-concurrency, a lower bound.
+	if prof.Knee.Concurrency != 4 || !prof.Metadata.Partial || prof.Match.Engine != "vllm" || prof.Match.GPU != "NVIDIA H100 80GB HBM3" {
+		t.Errorf("knee %g partial %v engine %q GPU %q", prof.Knee.Concurrency, prof.Metadata.Partial, prof.Match.Engine, prof.Match.GPU)
+	}
+	if got := prof.Sweep.Levels; len(got) != 3 {
+		t.Errorf("levels %v, want [1 2 4]", got)
+	}
+	if prof.Points[0].GPUUtilization == nil || prof.Points[2].Running <= 0 {
+		t.Errorf("the engine and DCGM metrics were not recorded: %+v", prof.Points[2])
+	}
+	pf, err := os.Open(plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	if _, err := png.Decode(pf); err != nil {
+		t.Errorf("the plot is not a PNG: %v", err)
+	}
+	md, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| concurrency | requests |", "[profile.yaml](profile.yaml)", "![latency and throughput against concurrency](knee.png)", "reached --max-concurrency 4"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	if !strings.Contains(out.String(), "knee: concurrency 4") {
+		t.Errorf("stdout %q", out.String())
+	}
+	if !strings.Contains(errb.String(), `msg="level measured" concurrency=4`) {
+		t.Errorf("no plain log line per level on a non-terminal stderr:\n%s", errb.String())
+	}
+}
+
+func TestSweepRejectsBadFlagsBeforeAnyLoad(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(keyFile, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"sweep", "--target", "http://127.0.0.1:1", "--model", "m", "--slo-ttft", "1s", "--slo-tpot", "50ms", "--out", "p.yaml"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no target", []string{"sweep", "--model", "m", "--slo-ttft", "1s", "--slo-tpot", "50ms", "--out", "p.yaml"}, "--target is required"},
+		{"no SLO", []string{"sweep", "--target", "http://h", "--model", "m", "--out", "p.yaml"}, "--slo-ttft is required"},
+		{"no output", []string{"sweep", "--target", "http://h", "--model", "m", "--slo-ttft", "1s", "--slo-tpot", "50ms"}, "--out is required"},
+		{"a plot of an unknown format", append(base, "--plot", "knee.gif"), "the file name must end in .png or .svg"},
+		{"a target without a scheme", append(base[:1:1], "--target", "127.0.0.1:8000", "--model", "m", "--slo-ttft", "1s", "--slo-tpot", "50ms", "--out", "p.yaml"), "want an http:// or https:// URL"},
+		{"an unknown workload", append(base, "--workload", "nope"), `workload "nope": not a preset`},
+		{"an empty API key file", append(base, "--api-key-file", keyFile), "is empty"},
+		{"a quantile out of range", append(base, "--slo-quantile", "1"), "--slo-quantile must be in (0,1)"},
+		{"an unreachable target", base, "is unreachable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(context.Background(), tc.args, &out, &errb)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSweepNeverLogsTheAPIKey(t *testing.T) {
+	t.Setenv("KNEEWATCH_API_KEY", "sk-secret-value")
+	var out, errb bytes.Buffer
+	args := []string{"sweep", "--target", "http://127.0.0.1:1", "--model", "m", "--slo-ttft", "1s", "--slo-tpot", "50ms", "--out", "p.yaml"}
+	err := run(context.Background(), args, &out, &errb)
+	if err == nil {
+		t.Fatal("an unreachable target was accepted")
+	}
+	if strings.Contains(err.Error()+out.String()+errb.String(), "sk-secret-value") {
+		t.Error("the API key appears in the output")
+	}
+}

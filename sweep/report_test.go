@@ -1,0 +1,75 @@
+package sweep
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// fixedOutcome is a three-level sweep with a knee at 8, written by hand so
+// the report's golden file does not depend on timing.
+func fixedOutcome() *Outcome {
+	slo := knee.SLO{TTFT: knee.Duration(500 * time.Millisecond), TPOT: knee.Duration(30 * time.Millisecond), Quantile: 0.99}
+	util := 0.93
+	level := func(c float64, tput, ttft, tpot, kv float64, ok bool, errs int) Level {
+		pt := knee.Point{
+			Concurrency: c, Requests: 200, RequestsPerSecond: tput / 180, OutputTokensPerSecond: tput, GoodputTokensPerSecond: tput,
+			TTFT: knee.Quantiles{P50: ttft / 3, P99: ttft}, TPOT: knee.Quantiles{P50: tpot * 0.8, P99: tpot},
+			KVCacheUsage: kv, GPUUtilization: &util, Running: c, MeetsSLO: ok, ErrorRate: float64(errs) / 200,
+		}
+		if !ok {
+			pt.GoodputTokensPerSecond = tput / 2
+			pt.Waiting = 3
+			pt.PreemptionsPerSecond = 0.25
+		}
+		return Level{Point: pt, TTFTAtQuantile: ttft, TPOTAtQuantile: tpot, Errors: errs, Duration: 12345 * time.Millisecond,
+			Margin: max(ttft/slo.TTFT.Seconds(), tpot/slo.TPOT.Seconds()), PromptMismatch: 3}
+	}
+	out := &Outcome{
+		Target: Target{Engine: "vllm", GPU: "NVIDIA H100 80GB HBM3", Warnings: []string{"the server has no GET /v1/models, so the model name was not checked before the probe"}},
+		Levels: []Level{
+			level(1, 120, 0.090, 0.0084, 0.01, true, 0),
+			level(2, 236, 0.095, 0.0089, 0.02, true, 0),
+			level(16, 1700, 0.750, 0.0190, 0.95, false, 4),
+			level(8, 900, 0.120, 0.0099, 0.50, true, 0),
+		},
+		Reason:   "refined: the knee is in [8, 16) (precision 0.1)",
+		Started:  time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC),
+		Finished: time.Date(2026, 5, 1, 12, 3, 21, 0, time.UTC),
+	}
+	out.Profile = &knee.Profile{Knee: knee.Knee{Concurrency: 8, OutputTokensPerSecond: 900, GoodputTokensPerSecond: 900, KVCacheUsage: 0.5, LimitingResource: knee.ResourceCompute}}
+	return out
+}
+
+func TestReportMatchesTheGoldenFile(t *testing.T) {
+	var b bytes.Buffer
+	err := WriteReport(&b, fixedOutcome(), ReportInfo{
+		Target: "http://10.0.0.7:8000/v1", Model: "meta-llama/Llama-3.1-8B-Instruct", Workload: "chat",
+		SLO:         knee.SLO{TTFT: knee.Duration(500 * time.Millisecond), TPOT: knee.Duration(30 * time.Millisecond), Quantile: 0.99},
+		ProfileFile: "profile.yaml", PlotFile: "knee.png",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const golden = "testdata/report.golden.md"
+	if *update {
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), b.String()); diff != "" {
+		t.Errorf("report differs from %s (-want +got); rerun with -update if the change is intended:\n%s", golden, diff)
+	}
+}
