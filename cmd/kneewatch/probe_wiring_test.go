@@ -240,4 +240,3 @@ func skippedPastKnee(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Fatal("no kneewatch_probe_skipped_total{reason=\"past_knee\"}")
 	return 0
 }
-
