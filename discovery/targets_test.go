@@ -276,3 +276,29 @@ func TestGPUProduct(t *testing.T) {
 		})
 	}
 }
+
+func TestModelsFrom(t *testing.T) {
+	round := &collector.Round{Replicas: []collector.ReplicaEval{
+		{Replica: "llm/a", Model: "llama"},
+		{Replica: "llm/b"},
+		{Replica: "llm/c", Model: "qwen"},
+	}}
+	tests := []struct {
+		name    string
+		latest  *collector.Round
+		replica string
+		want    string
+	}{
+		{"a scraped replica's model is the engine's", round, "llm/c", "qwen"},
+		{"a replica whose engine named no model has none", round, "llm/b", ""},
+		{"a replica not yet evaluated has none", round, "llm/d", ""},
+		{"before the first round nothing is known", nil, "llm/a", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ModelsFrom(func() *collector.Round { return tt.latest })(tt.replica); got != tt.want {
+				t.Errorf("model of %s = %q, want %q", tt.replica, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/kneewatch/kneewatch/collector"
+	"github.com/kneewatch/kneewatch/config"
+	"github.com/kneewatch/kneewatch/discovery"
+)
+
+// discoveryRunner returns the loop that keeps the watcher's targets in step
+// with the cluster's serving pods (the static targets plus the discovered
+// ones), or nil when the config has no kubernetes section. Run the returned
+// function beside the watcher until ctx ends.
+func discoveryRunner(cfg *config.Config, w *collector.Watcher, static []collector.Target, logger *slog.Logger) (func(context.Context) error, error) {
+	if cfg.Kubernetes == nil {
+		return nil, nil
+	}
+	client, err := discovery.NewClient(*cfg.Kubernetes)
+	if err != nil {
+		return nil, err
+	}
+	profiles, err := collector.LoadProfiles(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d, err := discovery.New(client, discovery.Options{
+		Config:   *cfg.Kubernetes,
+		Profiles: profiles,
+		SLO:      collector.GlobalSLO(cfg),
+		Sink: func(found []collector.Target) error {
+			return w.SetTargets(slices.Concat(static, found))
+		},
+		ModelOf: discovery.ModelsFrom(w.Latest),
+		Logger:  logger.With("component", "discovery"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes discovery: %w", err)
+	}
+	return d.Run, nil
+}

@@ -1,0 +1,144 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sethvargo/go-envconfig"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kneewatch/kneewatch/collector"
+	"github.com/kneewatch/kneewatch/config"
+)
+
+// manifests splits a multi-document render into objects.
+func manifests(t *testing.T, rendered []byte) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	dec := yaml.NewDecoder(bytes.NewReader(rendered))
+	for {
+		var obj map[string]any
+		err := dec.Decode(&obj)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("rendered chart is not YAML: %v", err)
+		}
+		if obj != nil {
+			out = append(out, obj)
+		}
+	}
+}
+
+// find returns the one object of kind (and name, unless ""), failing if
+// there is not exactly one.
+func find(t *testing.T, objs []map[string]any, kind, name string) map[string]any {
+	t.Helper()
+	var found []map[string]any
+	for _, o := range objs {
+		if o["kind"] == kind && (name == "" || dig(o, "metadata", "name") == name) {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("render has %d %s objects named %q, want 1", len(found), kind, name)
+	}
+	return found[0]
+}
+
+// dig walks nested maps and lists by key or index.
+func dig(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, _ := v.(map[string]any)
+			v = m[k]
+		case int:
+			l, _ := v.([]any)
+			if k >= len(l) {
+				return nil
+			}
+			v = l[k]
+		}
+	}
+	return v
+}
+
+// TestRenderedConfigLoadsInKneewatch mounts the rendered ConfigMap as the
+// Deployment does and loads it with kneewatch's own config loader, with the
+// Deployment's arguments as the settings: a chart that renders fine but
+// hands kneewatch a config it rejects would crash-loop.
+func TestRenderedConfigLoadsInKneewatch(t *testing.T) {
+	for _, r := range renders {
+		t.Run(r.name+" values give a config kneewatch accepts", func(t *testing.T) {
+			objs := manifests(t, helmTemplate(t, r.values))
+			cm := find(t, objs, "ConfigMap", "kneewatch")
+			deploy := find(t, objs, "Deployment", "kneewatch")
+			data, _ := cm["data"].(map[string]any)
+
+			dir := filepath.Join(t.TempDir(), "etc", "kneewatch")
+			items, _ := dig(deploy, "spec", "template", "spec", "volumes", 0, "configMap", "items").([]any)
+			if len(items) != len(data) {
+				t.Fatalf("the Deployment mounts %d of the ConfigMap's %d keys", len(items), len(data))
+			}
+			for _, it := range items {
+				key, _ := dig(it, "key").(string)
+				path, _ := dig(it, "path").(string)
+				text, ok := data[key].(string)
+				if !ok {
+					t.Fatalf("the Deployment mounts key %q, which the ConfigMap lacks", key)
+				}
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, path), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			args, _ := dig(deploy, "spec", "template", "spec", "containers", 0, "args").([]any)
+			if len(args) == 0 || args[0] != "serve" {
+				t.Fatalf("container args %v do not start with serve", args)
+			}
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			config.RegisterFlags(fs)
+			var flags []string
+			for _, a := range args[1:] {
+				s := a.(string)
+				flags = append(flags, strings.Replace(s, "/etc/kneewatch", dir, 1))
+			}
+			if err := fs.Parse(flags); err != nil {
+				t.Fatalf("kneewatch serve rejects the chart's arguments: %v", err)
+			}
+			settings, err := config.LoadSettingsFrom(context.Background(), envconfig.MapLookuper(nil), config.SetFlags(fs))
+			if err != nil {
+				t.Fatalf("settings from the chart's arguments: %v", err)
+			}
+			cfg, err := config.Load(settings.ConfigFile)
+			if err != nil {
+				t.Fatalf("kneewatch rejects the chart's config: %v", err)
+			}
+			if err := cfg.CheckSettings(settings); err != nil {
+				t.Fatalf("kneewatch rejects the chart's config with its settings: %v", err)
+			}
+			if cfg.Kubernetes == nil {
+				t.Fatal("the chart's config has no kubernetes section, so nothing is discovered")
+			}
+			profiles, err := collector.LoadProfiles(cfg)
+			if err != nil {
+				t.Fatalf("the chart's profiles do not load: %v", err)
+			}
+			if want := len(data) - 1; len(profiles) != want {
+				t.Errorf("kneewatch loaded %d profiles, the chart ships %d", len(profiles), want)
+			}
+		})
+	}
+}
