@@ -133,6 +133,7 @@ func basePanel(p *knee.Profile, ylabel string) *plot.Plot {
 	lo, hi := p.Points[0].Concurrency, p.Points[len(p.Points)-1].Concurrency
 	pl.X.Min, pl.X.Max = lo/1.2, hi*1.2
 	pl.Y.Min = 0
+	pl.Y.Tick.Marker = plainTicks{}
 	pl.Legend.Top = true
 	pl.Legend.Left = true
 	pl.Add(plotter.NewGrid())
@@ -215,6 +216,20 @@ func finishPanel(pl *plot.Plot, p *knee.Profile, ymax float64) {
 	k.Color, k.Width, k.Dashes = colorKnee, vg.Points(2), []vg.Length{vg.Points(2), vg.Points(2)}
 	pl.Add(k)
 	pl.Legend.Add("knee: concurrency "+formatConcurrency(p.Knee.Concurrency), k)
+}
+
+// plainTicks are gonum's default ticks labelled without trailing zeros
+// ("7500", not "7500.00").
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', 6, 64)
+		}
+	}
+	return ticks
 }
 
 // powersOfTwoTicks labels 1, 2, 4, 8, … across the range.
