@@ -123,7 +123,12 @@ func TestDiscoveryFollowsPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c.helm(t, "install", "disc", chartDir(), "--namespace", kwNS)
+	notes := c.helm(t, "install", "disc", chartDir(), "--namespace", kwNS)
+	for _, note := range []string{`NOTE: the ServiceMonitor has no "release" label`, `NOTE: the PrometheusRule has no "release" label`} {
+		if !strings.Contains(string(notes), note) {
+			t.Errorf("install notes lack %q:\n%s", note, notes)
+		}
+	}
 	t.Cleanup(func() { c.helm(t, "uninstall", "disc", "--namespace", kwNS) })
 	sa := c.serviceAccountClient(t, kwNS, "disc-kneewatch")
 	checkAccess(t, sa, []access{

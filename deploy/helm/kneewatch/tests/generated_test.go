@@ -28,6 +28,9 @@ func kneewatchBinary(t *testing.T) string {
 // or the dashboard ConfigMaps checked into the chart differ from what
 // `kneewatch rules` and `kneewatch dashboards` print now.
 func TestChartRulesAndDashboardsAreKneewatchsOwn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the kneewatch command; not in -short")
+	}
 	bin := kneewatchBinary(t)
 
 	t.Run("files/prometheusrule.yaml is kneewatch rules --format prometheusrule", func(t *testing.T) {

@@ -1,0 +1,43 @@
+package tests
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kneewatch/kneewatch/internal/testtools"
+)
+
+// TestValuesSchemaRejectsBadValues checks that values.schema.json stops a
+// bad value at install time with a message naming the key, instead of a
+// kneewatch pod that crash-loops on its config.
+func TestValuesSchemaRejectsBadValues(t *testing.T) {
+	helm := testtools.Path(t, "helm")
+	tests := []struct {
+		name, set, complaint string
+	}{
+		{"an unknown top-level key", "discoveryy.enabled=true", "discoveryy"},
+		{"a misspelled discovery key", "discovery.labelSelecter=app=x", "labelSelecter"},
+		{"a scheme other than http or https", "discovery.scheme=ftp", "/discovery/scheme"},
+		{"a port out of range", "discovery.metricsPort=70000", "/discovery/metricsPort"},
+		{"a metrics path without a leading slash", "discovery.metricsPath=metrics", "/discovery/metricsPath"},
+		{"a namespace that is not a DNS label", "discovery.namespaces={LLM}", "/discovery/namespaces/0"},
+		{"an empty label selector", "discovery.labelSelector=", "/discovery/labelSelector"},
+		{"a kubernetes section in config, which discovery owns", "config.kubernetes.label_selector=a=b", "'/config'"},
+		{"a profile that is not a knee profile", "profiles.x.kind=Deployment", "/profiles/x"},
+		{"a bad log level", "logLevel=verbose", "/logLevel"},
+		{"a duration Prometheus cannot parse", "serviceMonitor.interval=30 seconds", "/serviceMonitor/interval"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" is rejected", func(t *testing.T) {
+			_, err := tryCommand(helmEnv(t, ""), nil, helm, "template", "kneewatch", chartDir(), "--set", tt.set)
+			var ce *commandError
+			if !errors.As(err, &ce) {
+				t.Fatalf("helm template --set %s succeeded (err %v)", tt.set, err)
+			}
+			if !strings.Contains(ce.stderr, "values don't meet the specifications of the schema") || !strings.Contains(ce.stderr, tt.complaint) {
+				t.Errorf("helm's error does not name %q as a schema violation:\n%s", tt.complaint, ce.stderr)
+			}
+		})
+	}
+}
