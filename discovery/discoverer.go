@@ -178,15 +178,8 @@ func (d *Discoverer) Run(ctx context.Context) error {
 			f.Shutdown()
 		}
 	}()
-	for _, f := range d.factories {
-		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("discovery: %v informer never synced", typ)
-			}
-		}
+	if !d.waitForSync(ctx) {
+		return nil
 	}
 	d.opts.Logger.Info("kubernetes discovery synced", "namespaces", d.opts.Config.Namespaces, "label_selector", d.opts.Config.LabelSelector)
 	d.reconcile(true)
@@ -202,6 +195,34 @@ func (d *Discoverer) Run(ctx context.Context) error {
 		}
 		d.reconcile(false)
 	}
+}
+
+// syncWarning is how long the first list may take before discovery says
+// so: a missing permission makes informers retry forever, quietly.
+const syncWarning = 30 * time.Second
+
+// waitForSync waits for every informer's first list, warning every
+// syncWarning while it has not come; false means ctx ended first.
+func (d *Discoverer) waitForSync(ctx context.Context) bool {
+	for _, f := range d.factories {
+		for {
+			wait, cancel := context.WithTimeout(ctx, syncWarning)
+			synced := true
+			for _, ok := range f.WaitForCacheSync(wait.Done()) {
+				synced = synced && ok
+			}
+			cancel()
+			if synced {
+				break
+			}
+			if ctx.Err() != nil {
+				return false
+			}
+			d.opts.Logger.Warn("kubernetes discovery has not listed pods yet: is the API server reachable, and may kneewatch get, list and watch pods there?",
+				"namespaces", d.opts.Config.Namespaces, "label_selector", d.opts.Config.LabelSelector, "waited", syncWarning)
+		}
+	}
+	return true
 }
 
 // reconcile rebuilds the target set from the informers' caches and hands it

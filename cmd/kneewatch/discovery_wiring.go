@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"slices"
 
+	"k8s.io/klog/v2"
+
 	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/discovery"
@@ -19,6 +21,9 @@ func discoveryRunner(cfg *config.Config, w *collector.Watcher, static []collecto
 	if cfg.Kubernetes == nil {
 		return nil, nil
 	}
+	// client-go logs through klog; send it to kneewatch's logger instead of
+	// klog's own stderr format.
+	klog.SetSlogLogger(logger.With("component", "client-go"))
 	client, err := discovery.NewClient(*cfg.Kubernetes)
 	if err != nil {
 		return nil, err
