@@ -130,6 +130,7 @@ func TestProbesAreClassifiedByWhatTheServerDid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			srv := httptest.NewServer(drained(tt.handler))
 			defer srv.Close()
 			c := &Client{PromptTokens: 8, MaxTokens: 4, Timeout: 300 * time.Millisecond, MaxBodyBytes: 64 << 10}

@@ -44,7 +44,11 @@ func newCountingServer(t *testing.T, delay time.Duration) *countingServer {
 				break
 			}
 		}
-		time.Sleep(delay)
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done(): // the probe timed out
+			return
+		}
 		tokens(2, 0)(w, r)
 	}))
 	t.Cleanup(cs.Close)
@@ -66,6 +70,7 @@ func constState(st ReplicaState) StateFunc {
 }
 
 func TestProbesAreSkippedWhileTheReplicaIsSaturated(t *testing.T) {
+	t.Parallel()
 	nan := math.NaN()
 	tests := []struct {
 		name         string
@@ -86,6 +91,7 @@ func TestProbesAreSkippedWhileTheReplicaIsSaturated(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			srv := newCountingServer(t, 0)
 			p := fastProbes()
 			p.SkipPastKnee, p.SkipQueueGrowing = tt.skipPastKnee, tt.skipQueue
@@ -100,8 +106,10 @@ func TestProbesAreSkippedWhileTheReplicaIsSaturated(t *testing.T) {
 			sent := srv.requests.Load()
 			s := r.replicas["r0"]
 			if tt.wantSent {
-				if sent < 2 || s.success != uint64(sent) {
-					t.Errorf("server saw %d probes, %d succeeded; want ≥ 2, all succeeded", sent, s.success)
+				// The last probe may be cut off by the end of the run: it is
+				// neither a success nor a failure.
+				if sent < 2 || s.success < uint64(sent)-1 || len(s.failures) > 0 {
+					t.Errorf("server saw %d probes, %d succeeded, failures %v; want ≥ 2, all that finished succeeded", sent, s.success, s.failures)
 				}
 				return
 			}
@@ -113,26 +121,29 @@ func TestProbesAreSkippedWhileTheReplicaIsSaturated(t *testing.T) {
 }
 
 func TestAtMostOneProbeIsInFlightPerReplica(t *testing.T) {
-	// Each answer takes 75 ms of the 80 ms timeout and slots come every
-	// 90–110 ms: the runner must never overlap two probes of a replica.
-	srv := newCountingServer(t, 75*time.Millisecond)
-	r, err := New(Options{Probes: fastProbes(), Seed: 7})
+	t.Parallel()
+	// Each answer takes 97 ms, the timeout is 99 ms, and slots come every
+	// 90–110 ms: about half the slots come due while the previous probe
+	// still runs. Those are skipped as in_flight, never sent beside it.
+	srv := newCountingServer(t, 97*time.Millisecond)
+	p := fastProbes()
+	p.Timeout = config.Duration(99 * time.Millisecond)
+	r, err := New(Options{Probes: p, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
-	targets := []Target{
-		{Replica: "a", BaseURL: srv.URL + "/v1", KneeOutputTokensPerSecond: 1e6},
-	}
-	if err := r.SetTargets(targets); err != nil {
+	if err := r.SetTargets([]Target{{Replica: "a", BaseURL: srv.URL + "/v1", KneeOutputTokensPerSecond: 1e6}}); err != nil {
 		t.Fatal(err)
 	}
-	runFor(t, r, nil, 800*time.Millisecond)
-	if n, m := srv.requests.Load(), srv.maxInFlight.Load(); n < 4 || m != 1 {
-		t.Errorf("%d probes, at most %d in flight at once; want ≥ 4, one at a time", n, m)
+	runFor(t, r, nil, 1200*time.Millisecond)
+	n, most, skipped := srv.requests.Load(), srv.maxInFlight.Load(), r.replicas["a"].skipped[ReasonInFlight]
+	if n < 4 || most != 1 || skipped < 1 {
+		t.Errorf("%d probes, at most %d in flight at once, %d skipped as in_flight; want ≥ 4, one at a time, some skipped", n, most, skipped)
 	}
 }
 
 func TestEachReplicaIsProbedAboutOncePerInterval(t *testing.T) {
+	t.Parallel()
 	srv := newCountingServer(t, 0)
 	r, err := New(Options{Probes: fastProbes(), Seed: 3})
 	if err != nil {
@@ -155,6 +166,7 @@ func TestEachReplicaIsProbedAboutOncePerInterval(t *testing.T) {
 }
 
 func TestTargetsCanChangeWhileRunning(t *testing.T) {
+	t.Parallel()
 	srv := newCountingServer(t, 0)
 	r, err := New(Options{Probes: fastProbes(), Seed: 5})
 	if err != nil {

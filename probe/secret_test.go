@@ -42,6 +42,7 @@ func (s *syncBuffer) String() string {
 // removed mid-run; then it reads /metrics. The key must reach the server
 // and appear nowhere else.
 func TestTheAPIKeyNeverAppearsInLogsOrMetrics(t *testing.T) {
+	t.Parallel()
 	const key = "sk-kneewatch-canary-7Q4f9aZ"
 	keyFile := filepath.Join(t.TempDir(), "api-key")
 	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
