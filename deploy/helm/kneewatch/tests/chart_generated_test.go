@@ -1,5 +1,9 @@
 package tests
 
+// This file's name sorts before chart_test.go on purpose: go test runs the
+// tests in file order, so with -update the chart's generated files are
+// rewritten before the golden renders that include them.
+
 import (
 	"os"
 	"os/exec"
