@@ -99,25 +99,10 @@ func TestSweepFindsTheSimulatorsTrueKnee(t *testing.T) {
 					lv.Point.Concurrency, lv.Point.OutputTokensPerSecond, quantileLabel(slo.Quantile),
 					seconds(lv.TTFTAtQuantile), seconds(lv.TPOTAtQuantile), lv.Point.KVCacheUsage, lv.Point.PreemptionsPerSecond, verdict(lv, slo))
 			}
-			if worst, at := fidelity(out, truth); worst > fidelityTolerance {
-				t.Skipf("the simulator could not hold its timeline on this machine: at concurrency %g it made %.0f%% fewer tokens/s than in virtual time (limit %.0f%%); the run says nothing about the sweep",
-					at, 100*worst, 100*fidelityTolerance)
-			}
-			if excess, at := latencyNoise(out, truth); excess > latencyNoiseTolerance*slo.TTFT.Seconds() {
-				t.Skipf("wall-clock noise on this machine is too large for this SLO: at concurrency %g, below the true knee, p99 TTFT was %s above the virtual-time truth, more than %.0f%% of the %s threshold; the run says nothing about the sweep",
-					at, seconds(excess), 100*latencyNoiseTolerance, slo.TTFT)
-			}
 			found, want := out.Profile.Knee.Concurrency, truth.Knee.Concurrency
 			row := fmt.Sprintf("| %s | %s | %g | %g | %d | %s |", kc.preset, kc.workload, want, found, len(out.Levels), wall.Round(100*time.Millisecond))
 			table = append(table, row)
 			t.Log(row)
-			if math.Abs(found-want) > 0.1*want {
-				t.Errorf("knee %g, true knee %g: off by more than 10%% (levels %v, %s)", found, want, out.Profile.Sweep.Levels, out.Reason)
-			}
-			if len(out.Levels) > 8 {
-				t.Errorf("%d levels %v, want at most 8", len(out.Levels), out.Profile.Sweep.Levels)
-			}
-			t.Logf("limiting resource %s (truth: %s)", out.Profile.Knee.LimitingResource, truth.Knee.LimitingResource)
 			// Must-show 2: the written profile loads and validates.
 			path := filepath.Join(t.TempDir(), "profile.yaml")
 			data, err := out.Profile.Marshal()
@@ -130,6 +115,21 @@ func TestSweepFindsTheSimulatorsTrueKnee(t *testing.T) {
 			if _, err := knee.Load(path); err != nil {
 				t.Errorf("the written profile does not load: %v", err)
 			}
+			if worst, at := fidelity(out, truth); worst > fidelityTolerance {
+				t.Skipf("the simulator could not hold its timeline on this machine: at concurrency %g it made %.0f%% fewer tokens/s than in virtual time (limit %.0f%%); the run says nothing about the sweep",
+					at, 100*worst, 100*fidelityTolerance)
+			}
+			if excess, at := latencyNoise(out, truth); excess > latencyNoiseTolerance*slo.TTFT.Seconds() {
+				t.Skipf("wall-clock noise on this machine is too large for this SLO: at concurrency %g, below the true knee, p99 TTFT was %s above the virtual-time truth, more than %.0f%% of the %s threshold; the run says nothing about the sweep",
+					at, seconds(excess), 100*latencyNoiseTolerance, slo.TTFT)
+			}
+			if math.Abs(found-want) > 0.1*want {
+				t.Errorf("knee %g, true knee %g: off by more than 10%% (levels %v, %s)", found, want, out.Profile.Sweep.Levels, out.Reason)
+			}
+			if len(out.Levels) > 8 {
+				t.Errorf("%d levels %v, want at most 8", len(out.Levels), out.Profile.Sweep.Levels)
+			}
+			t.Logf("limiting resource %s (truth: %s)", out.Profile.Knee.LimitingResource, truth.Knee.LimitingResource)
 		})
 	}
 	t.Logf("\n| preset | workload | true knee | found knee | levels | wall time |\n|---|---|---:|---:|---:|---:|\n%s", strings.Join(table, "\n"))
