@@ -108,15 +108,17 @@ func medianProbe(t *testing.T, c *probe.Client, baseURL string) (ttft, tpot floa
 // histogram recorded for the same requests (each probe's server-side TTFT is
 // the histogram sum's growth across it). Medians, because the test machine
 // is shared: a client-side scheduling hiccup is not the replica's TTFT.
-// For a 16-token prompt the prefill is so short (8.3 ms) that the fixed
-// cost of the HTTP path (connect, request, handler, flush: ~1–2 ms here) is
-// a large share; it is logged, not asserted (see docs/probes.md).
+// The probe also pays the HTTP path the engine's TTFT leaves out (connect,
+// request, API handler, flushing the first chunk): a fixed 1.5–3 ms on this
+// shared machine, which is a large share of a 16-token prefill (8.3 ms). So
+// the 20% bound is asserted from a 512-token prompt up, and every size must
+// stay within 5 ms of the server (see docs/probes.md).
 func TestProbeTTFTMatchesTheServerSideTTFTAtLowLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a simulated replica in real time")
 	}
 	rep := startSim(t, loadPreset(t, "llama-3.1-8b-h100"))
-	for _, prompt := range []int{16, 128, 512} {
+	for _, prompt := range []int{16, 128, 512, 1024} {
 		const n = 21
 		c := &probe.Client{PromptTokens: prompt, MaxTokens: 16, IgnoreEOS: true, Timeout: 5 * time.Second}
 		var client, server []float64
@@ -134,8 +136,11 @@ func TestProbeTTFTMatchesTheServerSideTTFTAtLowLoad(t *testing.T) {
 		c50, s50 := median(client), median(server)
 		rel := (c50 - s50) / s50
 		t.Logf("prompt %3d tokens: median probe TTFT %6.2f ms, server-side %6.2f ms (%+.1f%%, %+.2f ms)", prompt, c50*1e3, s50*1e3, rel*100, (c50-s50)*1e3)
-		if prompt >= 128 && math.Abs(rel) > 0.2 {
+		if prompt >= 512 && math.Abs(rel) > 0.2 {
 			t.Errorf("prompt %d tokens: probe TTFT %.2f ms is %+.1f%% off the server's %.2f ms, want within 20%%", prompt, c50*1e3, rel*100, s50*1e3)
+		}
+		if math.Abs(c50-s50) > 0.005 {
+			t.Errorf("prompt %d tokens: probe TTFT %.2f ms is %+.2f ms off the server's %.2f ms, want within 5 ms", prompt, c50*1e3, (c50-s50)*1e3, s50*1e3)
 		}
 	}
 }
