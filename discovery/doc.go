@@ -10,7 +10,9 @@
 // replica that is gone so its series disappear on the next round.
 //
 // Per pod:
-//   - replica: namespace/name, unique in the cluster;
+//   - replica: the pod's name, which is also the pod label dcgm-exporter puts
+//     on the pod's GPUs (pods of one name in several namespaces are named
+//     namespace/name instead, to stay unique);
 //   - metrics URL: scheme://pod-ip:port/path, where the port and path come
 //     from the pod's metrics-port and metrics-path annotations or the config;
 //   - OpenAI base URL: the openai-url annotation, or the metrics host and port

@@ -45,13 +45,22 @@ type mapper struct {
 // problems found on the way. exporters are the dcgm-exporter pods.
 func (m mapper) targets(pods, exporters []*corev1.Pod) ([]collector.Target, []Problem) {
 	byNode := m.exportersByNode(exporters)
+	var live []*corev1.Pod
+	sameName := map[string]int{}
+	for _, pod := range pods {
+		if serving(pod) {
+			live = append(live, pod)
+			sameName[pod.Name]++
+		}
+	}
 	var out []collector.Target
 	var problems []Problem
-	for _, pod := range pods {
-		if !serving(pod) {
-			continue
+	for _, pod := range live {
+		replica := pod.Name
+		if sameName[pod.Name] > 1 {
+			replica = podID(pod)
 		}
-		t, probs, ok := m.target(pod, byNode)
+		t, probs, ok := m.target(pod, replica, byNode)
 		problems = append(problems, probs...)
 		if ok {
 			out = append(out, t)
@@ -68,13 +77,16 @@ func serving(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" && pod.DeletionTimestamp == nil
 }
 
-func replicaName(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
+// podID is namespace/name, unique in the cluster.
+func podID(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
 
-func (m mapper) target(pod *corev1.Pod, exporters map[string]*corev1.Pod) (collector.Target, []Problem, bool) {
-	name := replicaName(pod)
+// target maps one serving pod. The replica is named after the pod, as
+// dcgm-exporter's pod label and the dashboards' replica-to-GPU join expect;
+// only pods sharing a name across namespaces are named namespace/name.
+func (m mapper) target(pod *corev1.Pod, replica string, exporters map[string]*corev1.Pod) (collector.Target, []Problem, bool) {
 	var problems []Problem
 	bad := func(format string, args ...any) {
-		problems = append(problems, Problem{Pod: name, Message: fmt.Sprintf(format, args...)})
+		problems = append(problems, Problem{Pod: podID(pod), Message: fmt.Sprintf(format, args...)})
 	}
 
 	port := m.cfg.MetricsPort
@@ -101,7 +113,7 @@ func (m mapper) target(pod *corev1.Pod, exporters map[string]*corev1.Pod) (colle
 	host := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port))
 	metrics := url.URL{Scheme: m.cfg.Scheme, Host: host, Path: path}
 	t := collector.Target{
-		Replica:    name,
+		Replica:    replica,
 		MetricsURL: metrics.String(),
 		OpenAIURL:  (&url.URL{Scheme: m.cfg.Scheme, Host: host, Path: m.cfg.OpenAIPath}).String(),
 		Client:     m.client,

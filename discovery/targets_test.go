@@ -72,7 +72,7 @@ func TestTargets(t *testing.T) {
 			mapper: testMapper(nil),
 			pods:   []*corev1.Pod{pod("vllm-0")},
 			want: []collector.Target{{
-				Replica: "llm/vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
+				Replica: "vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
 			}},
 		},
 		{
@@ -83,7 +83,7 @@ func TestTargets(t *testing.T) {
 				withAnnotation("kneewatch.dev/metrics-path", "/engine/metrics"),
 				withAnnotation("kneewatch.dev/openai-url", "https://llm.example/v1"))},
 			want: []collector.Target{{
-				Replica: "llm/sglang-0", MetricsURL: "http://10.1.0.7:30000/engine/metrics", OpenAIURL: "https://llm.example/v1",
+				Replica: "sglang-0", MetricsURL: "http://10.1.0.7:30000/engine/metrics", OpenAIURL: "https://llm.example/v1",
 			}},
 		},
 		{
@@ -101,7 +101,7 @@ func TestTargets(t *testing.T) {
 			mapper: testMapper(func(c *config.Kubernetes) { c.ModelLabel = "model" }),
 			pods:   []*corev1.Pod{pod("q", withLabel("model", "qwen"), withLabel("kneewatch.dev/engine", "sglang"))},
 			want: []collector.Target{{
-				Replica: "llm/q", Model: "qwen", Engine: "sglang", ProfileName: "qwen",
+				Replica: "q", Model: "qwen", Engine: "sglang", ProfileName: "qwen",
 				MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
 			}},
 		},
@@ -110,7 +110,7 @@ func TestTargets(t *testing.T) {
 			mapper: testMapper(nil),
 			pods:   []*corev1.Pod{pod("a", withLabel("kneewatch.dev/profile", "llama-a100"))},
 			want: []collector.Target{{
-				Replica: "llm/a", ProfileName: "llama-a100",
+				Replica: "a", ProfileName: "llama-a100",
 				MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
 			}},
 		},
@@ -120,7 +120,7 @@ func TestTargets(t *testing.T) {
 			pods: []*corev1.Pod{pod("a", withLabel("profile", "llama-a100"),
 				withAnnotation("kneewatch.dev/profile", "llama-h100"))},
 			want: []collector.Target{{
-				Replica: "llm/a", ProfileName: "llama-h100",
+				Replica: "a", ProfileName: "llama-h100",
 				MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
 			}},
 		},
@@ -131,7 +131,7 @@ func TestTargets(t *testing.T) {
 				p.Spec.NodeSelector = map[string]string{GPUProductLabel: "NVIDIA-H100-80GB-HBM3"}
 			})},
 			want: []collector.Target{{
-				Replica: "llm/h", ProfileName: "llama-h100",
+				Replica: "h", ProfileName: "llama-h100",
 				MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
 			}},
 		},
@@ -141,9 +141,9 @@ func TestTargets(t *testing.T) {
 			pods:      []*corev1.Pod{pod("vllm-0"), pod("elsewhere", withNode("gpu-node-2"), withIP("10.1.0.8"))},
 			exporters: []*corev1.Pod{exporter},
 			want: []collector.Target{
-				{Replica: "llm/elsewhere", MetricsURL: "http://10.1.0.8:8000/metrics", OpenAIURL: "http://10.1.0.8:8000/v1"},
+				{Replica: "elsewhere", MetricsURL: "http://10.1.0.8:8000/metrics", OpenAIURL: "http://10.1.0.8:8000/v1"},
 				{
-					Replica: "llm/vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
+					Replica: "vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
 					DCGM: &collector.DCGMTarget{
 						URL:       "http://10.1.0.2:9400/metrics",
 						Selectors: []collector.GPUSelector{{Pod: "vllm-0", Namespace: "llm"}},
@@ -156,19 +156,19 @@ func TestTargets(t *testing.T) {
 			mapper:    testMapper(func(c *config.Kubernetes) { c.DCGM = nil }),
 			pods:      []*corev1.Pod{pod("vllm-0")},
 			exporters: []*corev1.Pod{exporter},
-			want:      []collector.Target{{Replica: "llm/vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
+			want:      []collector.Target{{Replica: "vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
 		},
 		{
 			name:   "an IPv6 pod IP is bracketed in its URLs",
 			mapper: testMapper(nil),
 			pods:   []*corev1.Pod{pod("v6", withIP("fd00::7"))},
-			want:   []collector.Target{{Replica: "llm/v6", MetricsURL: "http://[fd00::7]:8000/metrics", OpenAIURL: "http://[fd00::7]:8000/v1"}},
+			want:   []collector.Target{{Replica: "v6", MetricsURL: "http://[fd00::7]:8000/metrics", OpenAIURL: "http://[fd00::7]:8000/v1"}},
 		},
 		{
 			name:   "a bad port annotation skips the pod and says which annotation",
 			mapper: testMapper(nil),
 			pods:   []*corev1.Pod{pod("bad", withAnnotation("kneewatch.dev/metrics-port", "http")), pod("good")},
-			want:   []collector.Target{{Replica: "llm/good", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
+			want:   []collector.Target{{Replica: "good", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
 			problems: []string{
 				`llm/bad: annotation kneewatch.dev/metrics-port="http" is not a port (want 1-65535); pod skipped`,
 			},
@@ -183,7 +183,7 @@ func TestTargets(t *testing.T) {
 			name:   "a bad OpenAI URL annotation falls back to the derived URL",
 			mapper: testMapper(nil),
 			pods:   []*corev1.Pod{pod("p", withAnnotation("kneewatch.dev/openai-url", "llm:8000"))},
-			want:   []collector.Target{{Replica: "llm/p", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
+			want:   []collector.Target{{Replica: "p", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
 			problems: []string{
 				`llm/p: annotation kneewatch.dev/openai-url="llm:8000" is not an http(s) URL; using http://10.1.0.7:8000/v1`,
 			},
@@ -192,23 +192,28 @@ func TestTargets(t *testing.T) {
 			name:     "an unknown engine label is reported and the engine auto-detected",
 			mapper:   testMapper(nil),
 			pods:     []*corev1.Pod{pod("p", withLabel("kneewatch.dev/engine", "ollama"))},
-			want:     []collector.Target{{Replica: "llm/p", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
+			want:     []collector.Target{{Replica: "p", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
 			problems: []string{`llm/p: label kneewatch.dev/engine="ollama" is not an engine (want vllm, sglang, tgi or trtllm); auto-detecting`},
 		},
 		{
 			name:     "a profile label naming no profile leaves the replica without a knee",
 			mapper:   testMapper(nil),
 			pods:     []*corev1.Pod{pod("p", withLabel("kneewatch.dev/profile", "mistral"))},
-			want:     []collector.Target{{Replica: "llm/p", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
+			want:     []collector.Target{{Replica: "p", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
 			problems: []string{`llm/p: label kneewatch.dev/profile="mistral" names no configured profile; the replica has no knee`},
 		},
 		{
-			name:   "pods with one name in two namespaces are two replicas",
+			name:   "pods sharing a name across namespaces are told apart by namespace, the others keep their name",
 			mapper: testMapper(nil),
-			pods:   []*corev1.Pod{pod("vllm-0", withNamespace("b")), pod("vllm-0", withNamespace("a"), withIP("10.1.0.9"))},
+			pods: []*corev1.Pod{
+				pod("vllm-0", withNamespace("b")), pod("vllm-0", withNamespace("a"), withIP("10.1.0.9")),
+				pod("vllm-1", withNamespace("a"), withIP("10.1.0.10")),
+				pod("vllm-1", withNamespace("b"), withPhase(corev1.PodSucceeded)),
+			},
 			want: []collector.Target{
 				{Replica: "a/vllm-0", MetricsURL: "http://10.1.0.9:8000/metrics", OpenAIURL: "http://10.1.0.9:8000/v1"},
 				{Replica: "b/vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"},
+				{Replica: "vllm-1", MetricsURL: "http://10.1.0.10:8000/metrics", OpenAIURL: "http://10.1.0.10:8000/v1"},
 			},
 		},
 	}
@@ -279,9 +284,9 @@ func TestGPUProduct(t *testing.T) {
 
 func TestModelsFrom(t *testing.T) {
 	round := &collector.Round{Replicas: []collector.ReplicaEval{
-		{Replica: "llm/a", Model: "llama"},
-		{Replica: "llm/b"},
-		{Replica: "llm/c", Model: "qwen"},
+		{Replica: "a", Model: "llama"},
+		{Replica: "b"},
+		{Replica: "c", Model: "qwen"},
 	}}
 	tests := []struct {
 		name    string
@@ -289,10 +294,10 @@ func TestModelsFrom(t *testing.T) {
 		replica string
 		want    string
 	}{
-		{"a scraped replica's model is the engine's", round, "llm/c", "qwen"},
-		{"a replica whose engine named no model has none", round, "llm/b", ""},
-		{"a replica not yet evaluated has none", round, "llm/d", ""},
-		{"before the first round nothing is known", nil, "llm/a", ""},
+		{"a scraped replica's model is the engine's", round, "c", "qwen"},
+		{"a replica whose engine named no model has none", round, "b", ""},
+		{"a replica not yet evaluated has none", round, "d", ""},
+		{"before the first round nothing is known", nil, "a", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

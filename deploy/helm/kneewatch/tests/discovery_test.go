@@ -209,21 +209,21 @@ func TestDiscoveryFollowsPods(t *testing.T) {
 		}
 		setRunning(t, c.client, p, "127.0.0.1")
 		// Events arrive in order: once vllm-0 shows, the others were seen.
-		waitTargets(t, []string{"llm-disc/vllm-0 " + metrics + " profile="})
+		waitTargets(t, []string{"vllm-0 " + metrics + " profile="})
 	})
 
 	t.Run("the watcher scrapes the discovered pod and exports its series", func(t *testing.T) {
 		r := w.EvaluateOnce(ctx)
 		if len(r.Replicas) != 1 || !r.Replicas[0].EngineUp {
-			t.Fatalf("round = %+v, want llm-disc/vllm-0 scraped", r.Replicas)
+			t.Fatalf("round = %+v, want vllm-0 scraped", r.Replicas)
 		}
-		if got := exportedReplicas(t, w); !cmp.Equal(got, []string{"llm-disc/vllm-0"}) {
+		if got := exportedReplicas(t, w); !cmp.Equal(got, []string{"vllm-0"}) {
 			t.Errorf("exported replicas = %v", got)
 		}
 	})
 
 	t.Run("the model the engine reports picks the profile for the pod's GPU", func(t *testing.T) {
-		waitTargets(t, []string{"llm-disc/vllm-0 " + metrics + " profile=llama-h100"})
+		waitTargets(t, []string{"vllm-0 " + metrics + " profile=llama-h100"})
 	})
 
 	t.Run("a pending pod that starts running appears", func(t *testing.T) {
@@ -233,8 +233,8 @@ func TestDiscoveryFollowsPods(t *testing.T) {
 		}
 		setRunning(t, c.client, p, "127.0.0.3")
 		waitTargets(t, []string{
-			"llm-disc/pending http://127.0.0.3:" + port + "/metrics profile=",
-			"llm-disc/vllm-0 " + metrics + " profile=llama-h100",
+			"pending http://127.0.0.3:" + port + "/metrics profile=",
+			"vllm-0 " + metrics + " profile=llama-h100",
 		})
 	})
 
@@ -256,8 +256,8 @@ func TestDiscoveryFollowsPods(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitTargets(t, []string{
-			"llm-disc/other http://127.0.0.2:" + port + "/metrics profile=",
-			"llm-disc/vllm-0 " + metrics + " profile=llama-h100",
+			"other http://127.0.0.2:" + port + "/metrics profile=",
+			"vllm-0 " + metrics + " profile=llama-h100",
 		})
 	})
 
@@ -280,8 +280,8 @@ func TestDiscoveryFollowsPods(t *testing.T) {
 		}
 		setRunning(t, c.client, exp, "127.0.0.4")
 		waitTargets(t, []string{
-			"llm-disc/other http://127.0.0.2:" + port + "/metrics profile=llama-h100 dcgm=http://127.0.0.4:9400/metrics",
-			"llm-disc/vllm-0 " + metrics + " profile=llama-h100 dcgm=http://127.0.0.4:9400/metrics",
+			"other http://127.0.0.2:" + port + "/metrics profile=llama-h100 dcgm=http://127.0.0.4:9400/metrics",
+			"vllm-0 " + metrics + " profile=llama-h100 dcgm=http://127.0.0.4:9400/metrics",
 		})
 	})
 
