@@ -82,3 +82,11 @@ bench:
 
 clean-tools:
 	rm -rf $(CURDIR)/.tools
+
+# The detection-quality bench (detection/): seven scripted scenarios on the
+# simulator in virtual time, every detector scored against the ground truth;
+# rewrites docs/benchmarks/detection.md. A few minutes on 2 cores.
+.PHONY: bench-detection
+bench-detection:
+	mkdir -p docs/benchmarks
+	KNEEWATCH_BENCH_VIA_MAKE=1 $(GO) run ./cmd/kneewatch-bench --out docs/benchmarks/detection.md

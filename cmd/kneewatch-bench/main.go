@@ -1,0 +1,119 @@
+// Command kneewatch-bench runs kneewatch's detection-quality bench: scripted
+// scenarios on the simulator in virtual time, every detector evaluated
+// through Prometheus's engine, scored against the simulator's ground truth.
+// It writes the Markdown report (docs/benchmarks/detection.md under `make
+// bench-detection`). This file only wires flags; the bench is package
+// detection.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/kneewatch/kneewatch/detection"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "kneewatch-bench:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kneewatch-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "write the Markdown report to this file (default: standard output)")
+	only := fs.String("scenarios", "", "comma-separated scenario numbers to run (default: all seven)")
+	seed := fs.Uint64("seed", 1, "random seed of arrivals, request lengths and knee sweeps")
+	variants := fs.Bool("what-if", true, "also score kneewatch's page generated with other options")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	scenarios, err := pick(detection.Scenarios(), *only)
+	if err != nil {
+		return err
+	}
+	opts := detection.Options{
+		Scenarios: scenarios,
+		Seed:      *seed,
+		Logger:    slog.New(slog.NewTextHandler(stderr, nil)),
+	}
+	if *variants {
+		opts.PageVariants = detection.DefaultPageVariants()
+	}
+	rep, err := detection.Run(ctx, opts)
+	if err != nil {
+		return err
+	}
+	command := commandLine(args)
+	if *out == "" {
+		return rep.Markdown(stdout, command)
+	}
+	return writeAtomically(*out, func(w io.Writer) error { return rep.Markdown(w, command) })
+}
+
+// commandLine is how the report says it was made: `make bench-detection`
+// when the Makefile ran it with its default flags, else this command.
+func commandLine(args []string) string {
+	if os.Getenv("KNEEWATCH_BENCH_VIA_MAKE") == "1" {
+		return "make bench-detection"
+	}
+	return strings.TrimSpace("go run ./cmd/kneewatch-bench " + strings.Join(args, " "))
+}
+
+// pick selects scenarios by number from a comma-separated list ("" is all).
+func pick(all []detection.Scenario, list string) ([]detection.Scenario, error) {
+	if strings.TrimSpace(list) == "" {
+		return all, nil
+	}
+	var out []detection.Scenario
+	for _, f := range strings.Split(list, ",") {
+		id, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || id < 1 || id > len(all) {
+			return nil, fmt.Errorf("--scenarios: %q is not a scenario number (1–%d)", f, len(all))
+		}
+		out = append(out, all[id-1])
+	}
+	return out, nil
+}
+
+// writeAtomically writes path through a temporary file in the same
+// directory, so an interrupted run never leaves half a report.
+func writeAtomically(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".kneewatch-bench-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

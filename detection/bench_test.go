@@ -1,0 +1,113 @@
+package detection
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestBench runs the seven scenarios (without the what-if variants) and
+// checks the goals that hold today, the claims the report makes about the
+// baselines, and the ground truth the scores rest on. The goal that does
+// not hold yet (kneewatch's page 60 s before every breach) is reported, not
+// asserted: docs/benchmarks/detection.md says by how much it falls short.
+func TestBench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates about six hours of traffic (~1 min on 2 cores)")
+	}
+	rep, err := Run(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[int]*ScenarioResult{}
+	for _, res := range rep.Results {
+		byID[res.Scenario.ID] = res
+	}
+
+	t.Run("the scripted breaches happen and the safe scenarios stay under the SLO", func(t *testing.T) {
+		for _, res := range rep.Results {
+			if got := len(res.Breaches) > 0; got == res.Scenario.Safe {
+				t.Errorf("scenario %d %s: %d breaches, safe = %v", res.Scenario.ID, res.Scenario.Name, len(res.Breaches), res.Scenario.Safe)
+			}
+		}
+	})
+	t.Run("kneewatch does not page in the scenarios that stay under the knee", func(t *testing.T) {
+		for _, id := range []int{4, 6} {
+			if pages := byID[id].score(DetectorKneewatchPage).Pages; len(pages) > 0 {
+				t.Errorf("scenario %d: kneewatch paged at %v", id, pages)
+			}
+			if pages := byID[id].score(DetectorKneewatchWarning).Pages; len(pages) > 0 {
+				t.Errorf("scenario %d: kneewatch's warning fired at %v", id, pages)
+			}
+		}
+	})
+	t.Run("kneewatch's page catches every breach, before the saturation thresholds do", func(t *testing.T) {
+		for _, res := range rep.Results {
+			kw, sat := res.score(DetectorKneewatchPage), res.score(DetectorSaturation)
+			for i := range res.Breaches {
+				if !kw.Caught[i] {
+					t.Errorf("scenario %d: kneewatch's page missed the breach at %s", res.Scenario.ID, clock(res.Breaches[i].Start))
+					continue
+				}
+				if sat.Caught[i] && sat.Leads[i] >= kw.Leads[i] {
+					t.Errorf("scenario %d: KV/queue led by %s, kneewatch by %s", res.Scenario.ID, sat.Leads[i], kw.Leads[i])
+				}
+			}
+		}
+	})
+	t.Run("kneewatch's headroom is within 0.1 of the truth on average everywhere", func(t *testing.T) {
+		for _, res := range rep.Results {
+			if e := res.Headroom; e.Mean > headroomGoal || e.Samples < len(res.Truth)/2 {
+				t.Errorf("scenario %d: mean error %.3f over %d scrapes", res.Scenario.ID, e.Mean, e.Samples)
+			}
+		}
+	})
+	t.Run("the knee a throttled GPU and a shifted mix leave is followed", func(t *testing.T) {
+		// Scenario 5 relies on the latency-curve knee, 7 on the prompt rate:
+		// before them the errors were 0.185 max and 0.099 mean.
+		if e := byID[5].Headroom; e.Max > headroomGoal {
+			t.Errorf("throttle: max error %.3f at %s, want ≤ %.1f", e.Max, clock(e.MaxAt), headroomGoal)
+		}
+		if e := byID[6].Headroom; e.Max > headroomGoal {
+			t.Errorf("diurnal: max error %.3f at %s, want ≤ %.1f", e.Max, clock(e.MaxAt), headroomGoal)
+		}
+		if e := byID[7].Headroom; e.Mean > 0.05 {
+			t.Errorf("mix shift: mean error %.3f, want ≤ 0.05", e.Mean)
+		}
+	})
+	t.Run("GPU utilization pages on both healthy replicas", func(t *testing.T) {
+		for _, id := range []int{4, 6} {
+			if s := byID[id].score(DetectorGPUUtil); s.FalsePages == 0 {
+				t.Errorf("scenario %d: GPU utilization never paged", id)
+			}
+		}
+	})
+	t.Run("burn rates page only after the breach began", func(t *testing.T) {
+		for _, res := range rep.Results {
+			for _, key := range []string{DetectorRawBurn, DetectorKneewatchBurn} {
+				s := res.score(key)
+				for i, c := range s.Caught {
+					if c && s.Leads[i] > 0 {
+						t.Errorf("scenario %d: %s led the breach by %s", res.Scenario.ID, key, s.Leads[i])
+					}
+				}
+				if s.FalsePages > 0 {
+					t.Errorf("scenario %d: %s paged falsely", res.Scenario.ID, key)
+				}
+			}
+		}
+	})
+	t.Run("the report has every scenario and detector and says how to reproduce it", func(t *testing.T) {
+		var b bytes.Buffer
+		if err := rep.Markdown(&b, "make bench-detection"); err != nil {
+			t.Fatal(err)
+		}
+		md := b.String()
+		for _, want := range []string{"`make bench-detection`", "## Goals", "| 7 mix-shift |", "GPU util ≥ 90%", "KV ≥ 0.8 or queue ≥ 5"} {
+			if !strings.Contains(md, want) {
+				t.Errorf("the report lacks %q", want)
+			}
+		}
+	})
+}

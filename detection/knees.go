@@ -1,0 +1,168 @@
+package detection
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/sim"
+	"github.com/kneewatch/kneewatch/workload"
+)
+
+// kneeKey is one set of conditions a true knee is measured under.
+type kneeKey struct {
+	preset, workload, alt string
+	share, slowdown       float64
+	slo                   knee.SLO
+}
+
+// kneeFinder measures true knees with sim.FindKnee (closed loop, virtual
+// time) and remembers them, so scenarios sharing a deployment and
+// conditions measure each knee once.
+type kneeFinder struct {
+	seed  uint64
+	cache map[kneeKey]knee.Profile
+}
+
+func newKneeFinder(seed uint64) *kneeFinder {
+	return &kneeFinder{seed: seed, cache: map[kneeKey]knee.Profile{}}
+}
+
+// blendRecords is how many requests a blended mix's trace holds: enough that
+// every closed-loop level (≥ 1000 window requests) cycles through a sample
+// whose share of the alternative mix is within a few percent of the target.
+const blendRecords = 8000
+
+// profile measures the knee of dep's replica when a share of its traffic
+// comes from alt and its GPU is slowed down by slowdown.
+func (k *kneeFinder) profile(ctx context.Context, dep Deployment, alt string, share, slowdown float64) (knee.Profile, error) {
+	if alt == "" || share <= 0 {
+		alt, share = "", 0
+	}
+	key := kneeKey{preset: dep.Preset, workload: dep.Workload, alt: alt, share: share, slowdown: slowdown, slo: dep.SLO}
+	if p, ok := k.cache[key]; ok {
+		return p, nil
+	}
+	preset, err := sim.LoadPreset(dep.Preset)
+	if err != nil {
+		return knee.Profile{}, err
+	}
+	gen, err := blendGenerator(dep.Workload, alt, share, k.seed)
+	if err != nil {
+		return knee.Profile{}, err
+	}
+	p, err := sim.FindKnee(ctx, sim.KneeConfig{
+		Engine:   sim.Config{Preset: preset, Slowdown: slowdown},
+		Workload: gen,
+		SLO:      dep.SLO,
+		Seed:     k.seed,
+		// The chat knee sits at about half of max_num_seqs; sweeping up to
+		// it leaves room to see the flattening.
+		MaxConcurrency: preset.MaxNumSeqs,
+	})
+	if err != nil {
+		return knee.Profile{}, fmt.Errorf("true knee of %s/%s (%.0f%% %s, slowdown %.2f): %w", dep.Preset, dep.Workload, 100*share, alt, slowdown, err)
+	}
+	k.cache[key] = p
+	return p, nil
+}
+
+// blendGenerator draws from the named mix, or, with a share of another mix,
+// replays a fixed seeded sample of the blend (the workload package's
+// generators draw from one mix; a trace of the blend is one).
+func blendGenerator(primary, alt string, share float64, seed uint64) (*workload.Generator, error) {
+	pm, ok := workload.Preset(primary)
+	if !ok {
+		return nil, fmt.Errorf("unknown workload %q (known: %v)", primary, workload.PresetNames())
+	}
+	if alt == "" || share <= 0 {
+		return workload.NewMixGenerator(pm, primary, seed)
+	}
+	am, ok := workload.Preset(alt)
+	if !ok {
+		return nil, fmt.Errorf("unknown workload %q (known: %v)", alt, workload.PresetNames())
+	}
+	if share >= 1 {
+		return workload.NewMixGenerator(am, alt, seed)
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
+	recs := make([]workload.Record, blendRecords)
+	for i := range recs {
+		m := pm
+		if rng.Float64() < share {
+			m = am
+		}
+		recs[i] = workload.Record{PromptTokens: m.Prompt.Sample(rng), OutputTokens: m.Output.Sample(rng)}
+	}
+	return workload.NewTraceGenerator(workload.Trace{Source: fmt.Sprintf("%s+%.0f%%%s", primary, 100*share, alt), Records: recs})
+}
+
+// kneeGrid is a scenario's true knee as a function of its conditions,
+// measured on a grid and interpolated between grid points linearly in
+// 1/knee: per-request work (a mix share) and per-step time (a slowdown)
+// add up, so capacity, not concurrency, is what varies linearly.
+type kneeGrid struct {
+	shares, slowdowns []float64
+	knees             [][]float64 // [share][slowdown]
+}
+
+func (k *kneeFinder) grid(ctx context.Context, sc *Scenario) (*kneeGrid, error) {
+	g := &kneeGrid{shares: []float64{0}, slowdowns: []float64{1}}
+	if sc.AltWorkload != "" {
+		maxShare := 0.0
+		for t := time.Duration(0); t <= sc.Duration; t += sc.Duration / 200 {
+			maxShare = max(maxShare, sc.altShareAt(t))
+		}
+		for _, s := range []float64{0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1} {
+			if s <= maxShare+0.05 {
+				g.shares = append(g.shares, s)
+			}
+		}
+	}
+	if sc.Slowdown != nil {
+		for i := 1; float64(i)/10 < sc.SlowdownMax-1+0.05; i++ {
+			g.slowdowns = append(g.slowdowns, min(1+float64(i)/10, sc.SlowdownMax))
+		}
+		g.slowdowns = slices.Compact(g.slowdowns)
+	}
+	for _, share := range g.shares {
+		row := make([]float64, len(g.slowdowns))
+		for j, f := range g.slowdowns {
+			p, err := k.profile(ctx, sc.Deployment, sc.AltWorkload, share, f)
+			if err != nil {
+				return nil, err
+			}
+			row[j] = p.Knee.Concurrency
+		}
+		g.knees = append(g.knees, row)
+	}
+	return g, nil
+}
+
+// at is the true knee concurrency under the given conditions.
+func (g *kneeGrid) at(share, slowdown float64) float64 {
+	i, fi := bracket(g.shares, share)
+	j, fj := bracket(g.slowdowns, slowdown)
+	inv := func(a, b int) float64 { return 1 / g.knees[a][b] }
+	i2, j2 := min(i+1, len(g.shares)-1), min(j+1, len(g.slowdowns)-1)
+	lo := inv(i, j) + (inv(i, j2)-inv(i, j))*fj
+	hi := inv(i2, j) + (inv(i2, j2)-inv(i2, j))*fj
+	return 1 / (lo + (hi-lo)*fi)
+}
+
+// bracket finds x in sorted xs: the index at or below it and the fraction
+// of the way to the next one (0 at either end).
+func bracket(xs []float64, x float64) (int, float64) {
+	if x <= xs[0] || len(xs) == 1 {
+		return 0, 0
+	}
+	for i := 0; i+1 < len(xs); i++ {
+		if x <= xs[i+1] {
+			return i, (x - xs[i]) / (xs[i+1] - xs[i])
+		}
+	}
+	return len(xs) - 1, 0
+}

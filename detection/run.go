@@ -1,0 +1,156 @@
+package detection
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/prometheus/promql"
+
+	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/sim"
+)
+
+// ScenarioResult is everything measured in one scenario.
+type ScenarioResult struct {
+	Scenario *Scenario
+	// Profile is the knee profile kneewatch was given: the deployment's
+	// true knee under nominal conditions (no slowdown, its own mix).
+	Profile knee.Profile
+	// KneeRate is the request rate Load = 1 stands for (the knee point's
+	// requests per second).
+	KneeRate float64
+	Truth    []TruthPoint
+	Breaches []Episode
+	// Inferred is kneewatch's exported headroom at each scrape (NaN when
+	// its evaluation was not ok), aligned with Truth, and Evaluations the
+	// whole evaluation behind it.
+	Inferred    []float64
+	Evaluations []knee.Result
+	Headroom    HeadroomError
+	Scores      []DetectorScore
+	Requests    int
+	Steps       int
+	Elapsed     time.Duration
+}
+
+// runScenario simulates one scenario, feeds every scrape through kneewatch
+// and into a Prometheus store, evaluates every detector's rules over it, and
+// scores them against the ground truth.
+func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder, engine *promql.Engine) (*ScenarioResult, error) {
+	started := time.Now()
+	if err := sc.validate(); err != nil {
+		return nil, err
+	}
+	preset, err := sim.LoadPreset(sc.Deployment.Preset)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	prof, err := knees.profile(ctx, sc.Deployment, "", 0, 1)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	kneeRate, err := kneeRequestRate(&prof)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	grid, err := knees.grid(ctx, sc)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	groups, err := detectorRules(sc.Deployment, o.PageVariants)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+
+	res := &ScenarioResult{Scenario: sc, Profile: prof, KneeRate: kneeRate}
+	st := newStore()
+	engineJob := newScrapeTarget(st, "job", "vllm", "instance", replicaName+":8000", "replica", replicaName)
+	dcgmJob := newScrapeTarget(st, "job", "dcgm-exporter", "instance", "bench-node:9400")
+	kneewatchJob := newScrapeTarget(st, "job", "kneewatch", "instance", "kneewatch:9090")
+	pipe, err := newPipeline(&prof, prof.Metadata.Name, o.ScrapeInterval, o.Window)
+	if err != nil {
+		return nil, err
+	}
+	vllm := newVLLMMetrics(preset)
+	dcgm := newDCGMMetrics(preset, replicaName)
+
+	scrape := func(at time.Time) error {
+		engineFams, err := scrapeRegistry(vllm.reg)
+		if err != nil {
+			return fmt.Errorf("scraping the replica: %w", err)
+		}
+		dcgmFams, err := scrapeRegistry(dcgm.reg)
+		if err != nil {
+			return fmt.Errorf("scraping DCGM: %w", err)
+		}
+		round, kwFams, err := pipe.evaluate(at, engineFams, dcgmFams)
+		if err != nil {
+			return err
+		}
+		headroom := knee.Unknown()
+		if r := round.Replicas[0].Result; r.OK {
+			headroom = r.Headroom
+		}
+		res.Inferred = append(res.Inferred, headroom)
+		res.Evaluations = append(res.Evaluations, round.Replicas[0].Result)
+		for _, job := range []struct {
+			t    *scrapeTarget
+			fams map[string]*dto.MetricFamily
+		}{{engineJob, engineFams}, {dcgmJob, dcgmFams}, {kneewatchJob, kwFams}} {
+			if err := job.t.ingest(at, job.fams); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tr, err := drive(ctx, driveConfig{scenario: sc, preset: preset, kneeRate: kneeRate, seed: o.Seed + uint64(sc.ID),
+		interval: o.ScrapeInterval, vllm: vllm, dcgm: dcgm, scrape: scrape})
+	if err != nil {
+		return nil, err
+	}
+	res.Requests, res.Steps = tr.requests, tr.steps
+
+	eval, err := newRuleEvaluator(engine, st, groups)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	end := benchEpoch.Add(sc.Duration)
+	for ts := benchEpoch.Add(o.EvalInterval); !ts.After(end); ts = ts.Add(o.EvalInterval) {
+		if err := eval.evalAt(ctx, ts); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+	}
+
+	res.Truth = groundTruth(tr, truthConfig{slo: sc.Deployment.SLO, interval: o.ScrapeInterval,
+		loadWindow: o.Window, sloWindow: o.SLOWindow, grid: grid})
+	res.Breaches = breachEpisodes(res.Truth)
+	res.Headroom = headroomError(res.Inferred, res.Truth, int(o.Window/o.ScrapeInterval))
+	detectors := Detectors()
+	for _, v := range o.PageVariants {
+		detectors = append(detectors, variantDetector(v))
+	}
+	for _, d := range detectors {
+		var fs []Firing
+		for _, a := range d.Alerts {
+			fs = append(fs, eval.firings(a)...)
+		}
+		res.Scores = append(res.Scores, score(d, fs, res.Breaches, benchEpoch, end))
+	}
+	res.Elapsed = time.Since(started)
+	return res, nil
+}
+
+// kneeRequestRate is the request rate of the profile's knee point.
+func kneeRequestRate(p *knee.Profile) (float64, error) {
+	for _, pt := range p.Points {
+		if pt.Concurrency == p.Knee.Concurrency {
+			if pt.RequestsPerSecond > 0 {
+				return pt.RequestsPerSecond, nil
+			}
+			break
+		}
+	}
+	return 0, fmt.Errorf("profile %s has no request rate at its knee (concurrency %v)", p.Metadata.Name, p.Knee.Concurrency)
+}

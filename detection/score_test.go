@@ -1,0 +1,93 @@
+package detection
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// at is an instant m minutes into a run.
+func at(m float64) time.Time { return benchEpoch.Add(time.Duration(m * float64(time.Minute))) }
+
+func firing(start, end float64) Firing {
+	f := Firing{Alert: "A", Start: at(start)}
+	if end > 0 {
+		f.End = at(end)
+	}
+	return f
+}
+
+func TestScore(t *testing.T) {
+	breach := []Episode{{Start: at(30), End: at(40)}}
+	type view struct {
+		Caught, FiringAtBreach []bool
+		Leads                  []time.Duration
+		Missed, FalsePages     int
+		Quiet                  float64
+	}
+	tests := []struct {
+		name     string
+		firings  []Firing
+		breaches []Episode
+		want     view
+	}{
+		{
+			name:     "a page two minutes before the breach leads it by two minutes",
+			firings:  []Firing{firing(28, 45)},
+			breaches: breach,
+			want:     view{Caught: []bool{true}, FiringAtBreach: []bool{true}, Leads: []time.Duration{2 * time.Minute}, Quiet: 5.0 / 35},
+		},
+		{
+			name:     "a page after the breach began has a negative lead",
+			firings:  []Firing{firing(33, 0)},
+			breaches: breach,
+			// Still firing after the breach ended (40–60): quiet time spent firing.
+			want: view{Caught: []bool{true}, FiringAtBreach: []bool{false}, Leads: []time.Duration{-3 * time.Minute}, Quiet: 20.0 / 35},
+		},
+		{
+			name:     "a page long before the breach is false and the breach it still fires through is missed",
+			firings:  []Firing{firing(5, 0)},
+			breaches: breach,
+			// Quiet time is 0–15 and 40–60: the alert fires 5–15 and 40–60.
+			want: view{Caught: []bool{false}, FiringAtBreach: []bool{true}, Leads: []time.Duration{0}, Missed: 1, FalsePages: 1, Quiet: 30.0 / 35},
+		},
+		{
+			name:     "no page at all misses the breach",
+			breaches: breach,
+			want:     view{Caught: []bool{false}, FiringAtBreach: []bool{false}, Leads: []time.Duration{0}, Missed: 1},
+		},
+		{
+			name:    "every page in a run without a breach is false",
+			firings: []Firing{firing(10, 12), firing(20, 21)},
+			want:    view{FalsePages: 2, Quiet: 3.0 / 60},
+		},
+		{
+			name:     "overlapping instances of one detector are one page",
+			firings:  []Firing{firing(27, 35), firing(29, 50)},
+			breaches: breach,
+			want:     view{Caught: []bool{true}, FiringAtBreach: []bool{true}, Leads: []time.Duration{3 * time.Minute}, Quiet: 10.0 / 35},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := score(Detector{Key: "d"}, tt.firings, tt.breaches, benchEpoch, at(60))
+			got := view{s.Caught, s.FiringAtBreach, s.Leads, s.Missed, s.FalsePages, s.QuietFiringShare}
+			// The quiet share is sampled every second: boundaries cost ~1/2100.
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateApprox(0, 1e-3)); diff != "" {
+				t.Errorf("score (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHeadroomErrorClampsBothSidesToZeroOne(t *testing.T) {
+	truth := []TruthPoint{{At: at(0), Headroom: 0.9}, {At: at(1), Headroom: 0.5}, {At: at(2), Headroom: -3}, {At: at(3), Headroom: 0.2}}
+	inferred := []float64{0.1, 0.45, -1.5, nanValue()}
+	got := headroomError(inferred, truth, 1)
+	want := HeadroomError{Mean: 0.025, Max: 0.05, MaxAt: at(1), Samples: 2, Unknown: 1}
+	if diff := cmp.Diff(want, got, approx); diff != "" {
+		t.Errorf("headroomError (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,138 @@
+package detection
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// TruthPoint is the ground truth at one scrape tick.
+type TruthPoint struct {
+	At time.Time
+	// Load is the mean in-flight requests over the last load window (the
+	// same window kneewatch averages over), integrated exactly.
+	Load float64
+	// Knee is the true knee concurrency under the conditions of the moment
+	// (slowdown, traffic mix), and Headroom = 1 − Load ÷ Knee.
+	Knee, Headroom float64
+	// TTFTP and TPOTP are the SLO percentile of TTFT over the requests whose
+	// first token came in the last SLO window, and of TPOT over those that
+	// finished in it (see windowedQuantile); NaN when too few requests.
+	TTFTP, TPOTP float64
+	// Breached is true when either percentile is over its threshold.
+	Breached bool
+}
+
+// Episode is a stretch of time, [Start, End].
+type Episode struct {
+	Start, End time.Time
+}
+
+// A windowed percentile is taken over at least minWindowRequests requests:
+// when the SLO window holds fewer (a low-rate deployment: long-context
+// replicas finish a request every few seconds), it reaches further back, up
+// to maxWindowStretch. A p99 over a couple of dozen requests is their
+// maximum, one unlucky request; over 100 it is a tail. With fewer than
+// minWindowRequests even then, the SLO is not judged (no breach, no pass).
+const (
+	minWindowRequests = 100
+	maxWindowStretch  = 10 * time.Minute
+)
+
+// breachMergeGap joins breach stretches less than this apart into one
+// episode: a percentile that dips under the threshold for a moment between
+// two over it is one incident to an on-call, not two.
+const breachMergeGap = 5 * time.Minute
+
+// truthConfig says how the ground truth is judged.
+type truthConfig struct {
+	slo        knee.SLO
+	interval   time.Duration // between ticks
+	loadWindow time.Duration // of the true load, as kneewatch's window
+	sloWindow  time.Duration // of the windowed SLO percentiles
+	grid       *kneeGrid
+}
+
+// groundTruth computes the truth at every tick of a run.
+func groundTruth(tr *runTrace, cfg truthConfig) []TruthPoint {
+	out := make([]TruthPoint, len(tr.ticks))
+	ttft := windowedQuantile{events: tr.ttft, width: cfg.sloWindow, q: cfg.slo.Quantile}
+	tpot := windowedQuantile{events: tr.tpot, width: cfg.sloWindow, q: cfg.slo.Quantile}
+	for i, tk := range tr.ticks {
+		p := TruthPoint{At: tk.at}
+		// The load window's start is a tick (ticks are evenly spaced from
+		// the start), or the start of the run.
+		back := int(cfg.loadWindow / cfg.interval)
+		area0, span := 0.0, tk.offset
+		if i-back >= 0 {
+			area0, span = tr.ticks[i-back].inflightArea, cfg.loadWindow
+		}
+		p.Load = (tk.inflightArea - area0) / span.Seconds()
+		p.Knee = cfg.grid.at(tk.altShare, tk.slowdown)
+		p.Headroom = 1 - p.Load/p.Knee
+		p.TTFTP = ttft.at(tk.at)
+		p.TPOTP = tpot.at(tk.at)
+		p.Breached = (knee.Known(p.TTFTP) && p.TTFTP > cfg.slo.TTFT.Seconds()) ||
+			(knee.Known(p.TPOTP) && p.TPOTP > cfg.slo.TPOT.Seconds())
+		out[i] = p
+	}
+	return out
+}
+
+// windowedQuantile is the q-quantile of the events in (at − width, at], or
+// of the last minWindowRequests events when the window holds fewer and they
+// lie within maxWindowStretch.
+type windowedQuantile struct {
+	events []latencyEvent // in time order
+	width  time.Duration
+	q      float64
+	buf    []float64
+}
+
+func (w *windowedQuantile) at(at time.Time) float64 {
+	from := at.Add(-w.width)
+	lo := sort.Search(len(w.events), func(i int) bool { return w.events[i].at.After(from) })
+	hi := sort.Search(len(w.events), func(i int) bool { return w.events[i].at.After(at) })
+	if hi-lo < minWindowRequests {
+		lo = hi - minWindowRequests
+		if lo < 0 || !w.events[lo].at.After(at.Add(-maxWindowStretch)) {
+			return knee.Unknown()
+		}
+	}
+	w.buf = w.buf[:0]
+	for _, e := range w.events[lo:hi] {
+		w.buf = append(w.buf, e.seconds)
+	}
+	slices.Sort(w.buf)
+	return quantileSorted(w.buf, w.q)
+}
+
+// quantileSorted interpolates linearly between order statistics (the R-7
+// definition the simulator's knee finder also uses).
+func quantileSorted(sorted []float64, q float64) float64 {
+	n := len(sorted)
+	h := q * float64(n-1)
+	i := int(h)
+	if i >= n-1 {
+		return sorted[n-1]
+	}
+	return sorted[i] + (h-float64(i))*(sorted[i+1]-sorted[i])
+}
+
+// breachEpisodes groups the breached ticks into episodes.
+func breachEpisodes(truth []TruthPoint) []Episode {
+	var out []Episode
+	for _, p := range truth {
+		if !p.Breached {
+			continue
+		}
+		if n := len(out); n > 0 && p.At.Sub(out[n-1].End) <= breachMergeGap {
+			out[n-1].End = p.At
+			continue
+		}
+		out = append(out, Episode{Start: p.At, End: p.At})
+	}
+	return out
+}

@@ -1,0 +1,98 @@
+package detection
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// events makes n latency events of the given seconds, one every gap from start.
+func events(start time.Time, gap time.Duration, secs ...float64) []latencyEvent {
+	out := make([]latencyEvent, len(secs))
+	for i, s := range secs {
+		out[i] = latencyEvent{at: start.Add(time.Duration(i+1) * gap), seconds: s}
+	}
+	return out
+}
+
+func repeat(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+func TestWindowedQuantile(t *testing.T) {
+	// 200 requests, one per second: 198 fast ones and two slow ones at the end.
+	secs := append(repeat(0.1, 198), 3, 3)
+	evs := events(benchEpoch, time.Second, secs...)
+	tests := []struct {
+		name  string
+		width time.Duration
+		at    time.Time
+		want  float64
+	}{
+		{"a window of 120 requests with two slow ones has their tail in its p99", 2 * time.Minute, benchEpoch.Add(200 * time.Second), 0.1 + 0.81*2.9},
+		{"a window before the slow requests sees only fast ones", 2 * time.Minute, benchEpoch.Add(198 * time.Second), 0.1},
+		{"a window with too few requests reaches back to the last hundred", 30 * time.Second, benchEpoch.Add(198 * time.Second), 0.1},
+		{"with fewer than a hundred requests in reach the SLO is not judged", 30 * time.Second, benchEpoch.Add(60 * time.Second), nanValue()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := windowedQuantile{events: evs, width: tt.width, q: 0.99}
+			if diff := cmp.Diff(tt.want, w.at(tt.at), approx); diff != "" {
+				t.Errorf("p99 (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBreachEpisodesJoinShortGaps(t *testing.T) {
+	var truth []TruthPoint
+	breached := map[int]bool{10: true, 11: true, 14: true, 40: true}
+	for m := range 50 {
+		truth = append(truth, TruthPoint{At: at(float64(m)), Breached: breached[m]})
+	}
+	want := []Episode{{Start: at(10), End: at(14)}, {Start: at(40), End: at(40)}}
+	if diff := cmp.Diff(want, breachEpisodes(truth)); diff != "" {
+		t.Errorf("episodes (-want +got):\n%s", diff)
+	}
+}
+
+func TestKneeGridInterpolatesCapacity(t *testing.T) {
+	g := &kneeGrid{shares: []float64{0, 0.1}, slowdowns: []float64{1, 2}, knees: [][]float64{{100, 50}, {50, 25}}}
+	tests := []struct {
+		name            string
+		share, slowdown float64
+		want            float64
+	}{
+		{"a grid point is its own knee", 0.1, 2, 25},
+		{"half way between knees of 100 and 50 is the harmonic mean", 0.05, 1, 1 / ((1.0/100 + 1.0/50) / 2)},
+		{"beyond the grid holds the last point", 0.5, 3, 25},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, g.at(tt.share, tt.slowdown), approx); diff != "" {
+				t.Errorf("knee (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestGroundTruthLoadIsTheExactWindowMean(t *testing.T) {
+	// 10 requests in flight all along: the integral grows by 50 per 5 s tick.
+	tr := &runTrace{}
+	for i := 1; i <= 24; i++ {
+		off := time.Duration(i) * 5 * time.Second
+		tr.ticks = append(tr.ticks, tickTruth{at: benchEpoch.Add(off), offset: off, inflightArea: 50 * float64(i), slowdown: 1})
+	}
+	g := &kneeGrid{shares: []float64{0}, slowdowns: []float64{1}, knees: [][]float64{{40}}}
+	pts := groundTruth(tr, truthConfig{interval: 5 * time.Second, loadWindow: time.Minute, sloWindow: 2 * time.Minute, grid: g})
+	for _, i := range []int{0, 5, 11, 23} {
+		if diff := cmp.Diff(TruthPoint{At: tr.ticks[i].at, Load: 10, Knee: 40, Headroom: 0.75, TTFTP: nanValue(), TPOTP: nanValue()}, pts[i], approx); diff != "" {
+			t.Errorf("tick %d (-want +got):\n%s", i, diff)
+		}
+	}
+}
