@@ -42,7 +42,11 @@ type Options struct {
 	// Refresh is how often the target set is rebuilt without a pod change,
 	// to pick up models learned through ModelOf. Default 30s.
 	Refresh time.Duration
-	Logger  *slog.Logger
+	// SyncWarning is how long the first list of pods may take before a
+	// warning says so, and how often it repeats: without permission to
+	// list pods, informers retry forever. Default 30s.
+	SyncWarning time.Duration
+	Logger      *slog.Logger
 }
 
 // Discoverer keeps the target set in step with the cluster's serving pods.
@@ -72,6 +76,9 @@ func New(client kubernetes.Interface, opts Options) (*Discoverer, error) {
 	}
 	if opts.Refresh <= 0 {
 		opts.Refresh = 30 * time.Second
+	}
+	if opts.SyncWarning <= 0 {
+		opts.SyncWarning = 30 * time.Second
 	}
 	cfg := opts.Config
 	if _, err := labels.Parse(cfg.LabelSelector); err != nil || strings.TrimSpace(cfg.LabelSelector) == "" {
@@ -197,16 +204,12 @@ func (d *Discoverer) Run(ctx context.Context) error {
 	}
 }
 
-// syncWarning is how long the first list may take before discovery says
-// so: a missing permission makes informers retry forever, quietly.
-const syncWarning = 30 * time.Second
-
 // waitForSync waits for every informer's first list, warning every
-// syncWarning while it has not come; false means ctx ended first.
+// SyncWarning while it has not come; false means ctx ended first.
 func (d *Discoverer) waitForSync(ctx context.Context) bool {
 	for _, f := range d.factories {
 		for {
-			wait, cancel := context.WithTimeout(ctx, syncWarning)
+			wait, cancel := context.WithTimeout(ctx, d.opts.SyncWarning)
 			synced := true
 			for _, ok := range f.WaitForCacheSync(wait.Done()) {
 				synced = synced && ok
@@ -219,7 +222,7 @@ func (d *Discoverer) waitForSync(ctx context.Context) bool {
 				return false
 			}
 			d.opts.Logger.Warn("kubernetes discovery has not listed pods yet: is the API server reachable, and may kneewatch get, list and watch pods there?",
-				"namespaces", d.opts.Config.Namespaces, "label_selector", d.opts.Config.LabelSelector, "waited", syncWarning)
+				"namespaces", d.opts.Config.Namespaces, "label_selector", d.opts.Config.LabelSelector, "waited", d.opts.SyncWarning)
 		}
 	}
 	return true

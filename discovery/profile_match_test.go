@@ -1,6 +1,10 @@
 package discovery
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
 
 func TestMatchProfile(t *testing.T) {
 	tests := []struct {
@@ -24,6 +28,33 @@ func TestMatchProfile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := matchProfile(testProfiles(), tt.model, tt.gpu, tt.engine)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("matchProfile = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestMatchProfilePrefersTheKnownGPU(t *testing.T) {
+	profiles := testProfiles()
+	profiles["llama-any"] = &knee.Profile{Match: knee.Match{Model: "llama"}}
+	tests := []struct {
+		name, gpu, want, wantErr string
+	}{
+		{name: "a profile for the pod's GPU beats a GPU-agnostic one", gpu: "NVIDIA-H100-80GB-HBM3", want: "llama-h100"},
+		{name: "a GPU no profile names falls back to the GPU-agnostic one", gpu: "NVIDIA-L4", want: "llama-any"},
+		{name: "an unknown GPU cannot choose between the agnostic and the specific ones",
+			wantErr: `profiles llama-a100, llama-any, llama-h100 all match model "llama" (GPU unknown); name one with the profile label or annotation`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := matchProfile(profiles, "llama", tt.gpu, "")
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)

@@ -77,9 +77,24 @@ func dig(v any, path ...any) any {
 // Deployment's arguments as the settings: a chart that renders fine but
 // hands kneewatch a config it rejects would crash-loop.
 func TestRenderedConfigLoadsInKneewatch(t *testing.T) {
+	profile := filepath.Join(moduleRoot(), "knee", "testdata", "valid.yaml")
+	cases := []struct {
+		name, values string
+		extra        []string
+	}{
+		{"a profile given as file text with --set-file", "", []string{"--set-file", "profiles.llama=" + profile}},
+		{"static targets only, discovery off", "", []string{"--set", "discovery.enabled=false",
+			"--set", "config.targets[0].replica=vllm-0", "--set", "config.targets[0].metrics_url=http://vllm-0.llm:8000/metrics"}},
+	}
 	for _, r := range renders {
-		t.Run(r.name+" values give a config kneewatch accepts", func(t *testing.T) {
-			objs := manifests(t, helmTemplate(t, r.values))
+		cases = append(cases, struct {
+			name, values string
+			extra        []string
+		}{r.name + " values", r.values, nil})
+	}
+	for _, r := range cases {
+		t.Run(r.name+" give a config kneewatch accepts", func(t *testing.T) {
+			objs := manifests(t, helmTemplate(t, r.values, r.extra...))
 			cm := find(t, objs, "ConfigMap", "kneewatch")
 			deploy := find(t, objs, "Deployment", "kneewatch")
 			data, _ := cm["data"].(map[string]any)
@@ -129,8 +144,9 @@ func TestRenderedConfigLoadsInKneewatch(t *testing.T) {
 			if err := cfg.CheckSettings(settings); err != nil {
 				t.Fatalf("kneewatch rejects the chart's config with its settings: %v", err)
 			}
-			if cfg.Kubernetes == nil {
-				t.Fatal("the chart's config has no kubernetes section, so nothing is discovered")
+			discovering := dig(deploy, "spec", "template", "spec", "automountServiceAccountToken") == true
+			if (cfg.Kubernetes != nil) != discovering {
+				t.Errorf("config has a kubernetes section: %v, but the pod gets an API token: %v", cfg.Kubernetes != nil, discovering)
 			}
 			profiles, err := collector.LoadProfiles(cfg)
 			if err != nil {

@@ -1,7 +1,9 @@
 package tests
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -9,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,4 +301,67 @@ func TestDiscoveryFollowsPods(t *testing.T) {
 			t.Errorf("series of deleted pods still exported: %v", got)
 		}
 	})
+}
+
+// syncBuffer is a log destination safe for the discoverer's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDiscoveryWithoutPermissionSaysSo runs discovery as a service account
+// that may not list pods: it must say why nothing is discovered, not wait
+// in silence, and hand over no targets.
+func TestDiscoveryWithoutPermissionSaysSo(t *testing.T) {
+	c := sharedCluster(t)
+	const ns = "kw-noperm"
+	c.createNamespaces(t, ns)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := c.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nobody"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sa := c.serviceAccountClient(t, ns, "nobody")
+	cfg := config.DefaultKubernetes()
+	cfg.LabelSelector = "app.kubernetes.io/component=llm-server"
+	var logs syncBuffer
+	var sinkCalls atomic.Int32
+	d, err := discovery.New(sa, discovery.Options{
+		Config:      cfg,
+		Sink:        func([]collector.Target) error { sinkCalls.Add(1); return nil },
+		SyncWarning: 200 * time.Millisecond,
+		Logger:      slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	const warning = "may kneewatch get, list and watch pods there?"
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), warning) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning after 10s; logs:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run returned %v after its context ended, want nil", err)
+	}
+	if n := sinkCalls.Load(); n != 0 {
+		t.Errorf("the sink got %d target sets from a discovery that never listed pods", n)
+	}
 }
