@@ -91,13 +91,30 @@ func TestSweepFindsTheSimulatorsTrueKnee(t *testing.T) {
 				MinRequests: 100, Metrics: st.metrics(100 * time.Millisecond), Logger: testLogger(t),
 			})
 			wall := time.Since(start)
-			if err != nil {
+			// A noisy machine can break the SLO even at concurrency 1; the
+			// gates below tell that apart from a sweep that is wrong.
+			if err != nil && (out == nil || !errors.Is(err, ErrSLOUnreachable)) {
 				t.Fatal(err)
 			}
 			for _, lv := range out.Levels {
 				t.Logf("c=%3g %7.1f tok/s  %s TTFT %8s  TPOT %8s  KV %.2f  preempt/s %.2f  %s",
 					lv.Point.Concurrency, lv.Point.OutputTokensPerSecond, quantileLabel(slo.Quantile),
 					seconds(lv.TTFTAtQuantile), seconds(lv.TPOTAtQuantile), lv.Point.KVCacheUsage, lv.Point.PreemptionsPerSecond, verdict(lv, slo))
+			}
+			if out.Profile != nil {
+				t.Logf("found knee %g in %d levels %v (%s), in %s; true knee %g",
+					out.Profile.Knee.Concurrency, len(out.Levels), out.Profile.Sweep.Levels, out.Reason, wall.Round(100*time.Millisecond), truth.Knee.Concurrency)
+			}
+			if worst, at := fidelity(out, truth); worst > fidelityTolerance {
+				t.Skipf("the simulator could not hold its timeline on this machine: at concurrency %g it made %.0f%% fewer tokens/s than in virtual time (limit %.0f%%); the run says nothing about the sweep",
+					at, 100*worst, 100*fidelityTolerance)
+			}
+			if excess, at := latencyNoise(out, truth); excess > latencyNoiseTolerance*slo.TTFT.Seconds() {
+				t.Skipf("wall-clock noise on this machine is too large for this SLO: at concurrency %g, below the true knee, p99 TTFT was %s above the virtual-time truth, more than %.0f%% of the %s threshold; the run says nothing about the sweep",
+					at, seconds(excess), 100*latencyNoiseTolerance, slo.TTFT)
+			}
+			if err != nil {
+				t.Fatal(err)
 			}
 			found, want := out.Profile.Knee.Concurrency, truth.Knee.Concurrency
 			row := fmt.Sprintf("| %s | %s | %g | %g | %d | %s |", kc.preset, kc.workload, want, found, len(out.Levels), wall.Round(100*time.Millisecond))
@@ -114,14 +131,6 @@ func TestSweepFindsTheSimulatorsTrueKnee(t *testing.T) {
 			}
 			if _, err := knee.Load(path); err != nil {
 				t.Errorf("the written profile does not load: %v", err)
-			}
-			if worst, at := fidelity(out, truth); worst > fidelityTolerance {
-				t.Skipf("the simulator could not hold its timeline on this machine: at concurrency %g it made %.0f%% fewer tokens/s than in virtual time (limit %.0f%%); the run says nothing about the sweep",
-					at, 100*worst, 100*fidelityTolerance)
-			}
-			if excess, at := latencyNoise(out, truth); excess > latencyNoiseTolerance*slo.TTFT.Seconds() {
-				t.Skipf("wall-clock noise on this machine is too large for this SLO: at concurrency %g, below the true knee, p99 TTFT was %s above the virtual-time truth, more than %.0f%% of the %s threshold; the run says nothing about the sweep",
-					at, seconds(excess), 100*latencyNoiseTolerance, slo.TTFT)
 			}
 			if math.Abs(found-want) > 0.1*want {
 				t.Errorf("knee %g, true knee %g: off by more than 10%% (levels %v, %s)", found, want, out.Profile.Sweep.Levels, out.Reason)
