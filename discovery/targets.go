@@ -53,6 +53,9 @@ func (m mapper) targets(pods, exporters []*corev1.Pod) ([]collector.Target, []Pr
 			sameName[pod.Name]++
 		}
 	}
+	// Informer caches list in no particular order; a stable order keeps the
+	// problems (logged only when they change) and the targets comparable.
+	slices.SortFunc(live, func(a, b *corev1.Pod) int { return cmp.Compare(podID(a), podID(b)) })
 	var out []collector.Target
 	var problems []Problem
 	for _, pod := range live {

@@ -174,6 +174,18 @@ func TestTargets(t *testing.T) {
 			},
 		},
 		{
+			name:   "problems come in pod order whatever order the cache lists pods in",
+			mapper: testMapper(nil),
+			pods: []*corev1.Pod{
+				pod("z", withAnnotation("kneewatch.dev/metrics-port", "0")),
+				pod("a", withAnnotation("kneewatch.dev/metrics-port", "99999")),
+			},
+			problems: []string{
+				`llm/a: annotation kneewatch.dev/metrics-port="99999" is not a port (want 1-65535); pod skipped`,
+				`llm/z: annotation kneewatch.dev/metrics-port="0" is not a port (want 1-65535); pod skipped`,
+			},
+		},
+		{
 			name:     "a metrics path annotation without a leading slash skips the pod",
 			mapper:   testMapper(nil),
 			pods:     []*corev1.Pod{pod("bad", withAnnotation("kneewatch.dev/metrics-path", "metrics"))},
