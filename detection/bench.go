@@ -25,6 +25,10 @@ type Options struct {
 	// PageVariants are what-ifs: kneewatch's page generated with other
 	// thresholds, scored beside the shipped defaults.
 	PageVariants []PageVariant
+	// OpenLoopWhatIf also measures each deployment's knee under Poisson
+	// arrivals and runs a second kneewatch, given that knee, on the same
+	// scrapes (see OpenLoopKnee).
+	OpenLoopWhatIf bool
 	// Seed makes the run reproducible (default 1).
 	Seed   uint64
 	Logger *slog.Logger

@@ -25,10 +25,11 @@ type kneeKey struct {
 type kneeFinder struct {
 	seed  uint64
 	cache map[kneeKey]knee.Profile
+	open  map[kneeKey]OpenLoopKnee
 }
 
 func newKneeFinder(seed uint64) *kneeFinder {
-	return &kneeFinder{seed: seed, cache: map[kneeKey]knee.Profile{}}
+	return &kneeFinder{seed: seed, cache: map[kneeKey]knee.Profile{}, open: map[kneeKey]OpenLoopKnee{}}
 }
 
 // blendRecords is how many requests a blended mix's trace holds: enough that

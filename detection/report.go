@@ -45,6 +45,7 @@ func (r *Report) Markdown(w io.Writer, command string) error {
 	r.detailTable(p)
 	r.headroomTable(p)
 	r.variantTable(p)
+	r.openLoopTable(p)
 	r.method(p)
 	return b.Flush()
 }
@@ -169,8 +170,11 @@ func (r *Report) summary(p func(string, ...any)) {
 		}
 		p("\n")
 	}
-	p("\n† the detector was already firing when the breach began, from a page more than %s earlier that\n", human(leadHorizon))
-	p("counted as false; Alertmanager does not page again for an alert that keeps firing.\n\n")
+	p("\n")
+	if r.anyDagger() {
+		p("† the detector was already firing when the breach began, from a page more than %s earlier that\n", human(leadHorizon))
+		p("counted as false; Alertmanager does not page again for an alert that keeps firing.\n\n")
+	}
 }
 
 func (r *Report) goals(p func(string, ...any)) {
@@ -392,21 +396,38 @@ func (r *Report) findings(p func(string, ...any)) {
 	// Where the SLO broke, in closed-loop headroom.
 	var at []string
 	lo, hi := math.Inf(1), math.Inf(-1)
+	early := 0
 	for _, res := range r.Results {
 		for _, b := range res.Breaches {
 			h := res.Truth[res.truthIndex(b.Start)].Headroom
 			at = append(at, fmt.Sprintf("%d: %.2f", res.Scenario.ID, h))
 			lo, hi = min(lo, h), max(hi, h)
+			if h > 0.05 {
+				early++
+			}
 		}
 	}
 	if len(at) > 0 {
-		p("- **Open-loop traffic breaks the SLO before the closed-loop knee.** The true headroom (to the knee\n")
+		p("- **Open-loop traffic broke the SLO before the closed-loop knee in %d of %d breaches.** The true headroom (to the knee\n", early, len(at))
 		p("  `sim.FindKnee` measures with a fixed number of clients) when each breach began: %s. Poisson\n", strings.Join(at, "; "))
 		p("  arrivals bunch up: several prefills land in one engine step, the in-flight count swings around its mean,\n")
 		p("  and the TPOT and TTFT tails of a p99 SLO feel that long before the mean load reaches the knee. A\n")
 		p("  headroom accurate against the closed-loop knee (see the error table) therefore still reads %.0f%%–%.0f%%\n", 100*max(lo, 0), 100*hi)
 		p("  at the moment the SLO breaks, where the page's thresholds (5%%, or 30%% and falling, held for 5 min)\n")
-		p("  have not fired yet.\n")
+		p("  have not fired yet.")
+		if knees := r.openLoopKnees(); len(knees) > 0 {
+			p(" The largest steady Poisson load that kept the SLO (see the last what-if): %s.", strings.Join(knees, "; "))
+		}
+		p("\n")
+	}
+	if gain, quiet, ok := r.openLoopGain(); ok {
+		p("- **Given a knee measured with open-loop traffic, the shipped page moves %s earlier** (median over the\n", human(gain.Round(time.Second)))
+		if quiet {
+			p("  breaches) and still never pages in the safe scenarios; its headroom then reads lower than the closed-loop\n")
+		} else {
+			p("  breaches) but pages in a safe scenario; its headroom then reads lower than the closed-loop\n")
+		}
+		p("  truth by design (error columns of that table).\n")
 	}
 	// The page against the burn rate, breach by breach.
 	var ahead, compared []string
@@ -447,8 +468,8 @@ func (r *Report) findings(p func(string, ...any)) {
 	}
 	if len(gpuFalse) > 0 {
 		p("- **GPU utilization pages on healthy replicas.** A continuous-batching engine steps back to back whenever\n")
-		p("  anything is in flight, so DCGM reports ~100%% at a third of the knee: false pages in scenarios %s,\n", strings.Join(gpuFalse, ", "))
-		p("  firing %s of the quiet time there.\n", strings.Join(quietShare, ", "))
+		p("  anything is in flight, so DCGM reports ~100%% at a third of the knee's request rate: false pages in\n")
+		p("  scenarios %s, firing %s of the quiet time there.\n", strings.Join(gpuFalse, ", "), strings.Join(quietShare, ", "))
 	}
 	// KV stays low in the prefill wave.
 	for _, res := range r.Results {
@@ -530,4 +551,92 @@ func (r *Report) quietVariants() []string {
 		}
 	}
 	return out
+}
+
+func (r *Report) openLoopTable(p func(string, ...any)) {
+	if len(r.Results) == 0 || r.Results[0].OpenLoop == nil {
+		return
+	}
+	p("## What-if: the knee measured with open-loop traffic\n\n")
+	p("`sim.FindKnee` (like `kneewatch sweep`, vllm bench's `--max-concurrency` and GuideLLM's concurrent mode)\n")
+	p("measures the knee with a fixed number of clients, each sending when its last request ends. For each\n")
+	p("deployment the bench also bisected the largest steady Poisson load that kept the SLO at every scrape of a\n")
+	p("%s run (after %s of warm-up; %d halvings from %.1f× to 1× the knee rate), and gave a second kneewatch the\n",
+		human(openLoopSteady), human(openLoopWarmup), openLoopSteps, openLoopLow)
+	p("same profile with its knee moved there, on the same scrapes, under the same shipped rules (default options).\n\n")
+	p("| scenario | closed-loop knee | open-loop knee (load, in flight) | kneewatch page | kneewatch warning | headroom error vs the closed-loop truth (mean / max) |\n")
+	p("|---|---|---|---|---|---|\n")
+	for _, res := range r.Results {
+		ol := res.OpenLoop
+		var page, warn string
+		for i := range ol.Scores {
+			switch ol.Scores[i].Detector.Key {
+			case DetectorKneewatchPage:
+				page = cell(&ol.Scores[i])
+			case DetectorKneewatchWarning:
+				warn = cell(&ol.Scores[i])
+			}
+		}
+		p("| %d %s | %.0f | %.2f×, %.1f | %s | %s | %.3f / %.3f |\n", res.Scenario.ID, res.Scenario.Name, res.Profile.Knee.Concurrency,
+			ol.Knee.Load, ol.Knee.InFlight, page, warn, ol.Headroom.Mean, ol.Headroom.Max)
+	}
+	p("\n")
+}
+
+// openLoopKnees describes each deployment's open-loop knee once.
+func (r *Report) openLoopKnees() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, res := range r.Results {
+		ol := res.OpenLoop
+		if ol == nil || seen[res.Scenario.Deployment.Workload] {
+			continue
+		}
+		seen[res.Scenario.Deployment.Workload] = true
+		out = append(out, fmt.Sprintf("%s %.2f× the closed-loop knee's rate, %.1f in flight against a knee of %.0f",
+			res.Scenario.Deployment.Workload, ol.Knee.Load, ol.Knee.InFlight, res.Profile.Knee.Concurrency))
+	}
+	return out
+}
+
+// openLoopGain is the median gain in lead of the page given the open-loop
+// knee, and whether it stayed quiet in the safe scenarios.
+func (r *Report) openLoopGain() (gain time.Duration, quiet bool, ok bool) {
+	var gains []float64
+	quiet = true
+	for _, res := range r.Results {
+		if res.OpenLoop == nil {
+			return 0, false, false
+		}
+		base := res.score(DetectorKneewatchPage)
+		for _, s := range res.OpenLoop.Scores {
+			if s.Detector.Key != DetectorKneewatchPage {
+				continue
+			}
+			if res.Scenario.Safe && len(s.Pages) > 0 {
+				quiet = false
+			}
+			for i := range res.Breaches {
+				if s.Caught[i] && base.Caught[i] {
+					gains = append(gains, (s.Leads[i] - base.Leads[i]).Seconds())
+				}
+			}
+		}
+	}
+	if len(gains) == 0 {
+		return 0, quiet, false
+	}
+	return time.Duration(median(gains) * float64(time.Second)), quiet, true
+}
+
+// anyDagger reports whether some summary cell is a breach missed while firing.
+func (r *Report) anyDagger() bool {
+	for _, res := range r.Results {
+		for _, d := range r.detectors(false) {
+			if strings.Contains(cell(res.score(d.Key)), "†") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -30,9 +30,11 @@ type ScenarioResult struct {
 	Evaluations []knee.Result
 	Headroom    HeadroomError
 	Scores      []DetectorScore
-	Requests    int
-	Steps       int
-	Elapsed     time.Duration
+	// OpenLoop is the open-loop knee what-if, when Options.OpenLoopWhatIf.
+	OpenLoop *OpenLoopResult
+	Requests int
+	Steps    int
+	Elapsed  time.Duration
 }
 
 // runScenario simulates one scenario, feeds every scrape through kneewatch
@@ -75,6 +77,10 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder
 	}
 	vllm := newVLLMMetrics(preset)
 	dcgm := newDCGMMetrics(preset, replicaName)
+	whatIf, err := newOpenLoopWhatIf(ctx, sc, o, knees, engine, &prof, kneeRate)
+	if err != nil {
+		return nil, err
+	}
 
 	scrape := func(at time.Time) error {
 		engineFams, err := scrapeRegistry(vllm.reg)
@@ -95,6 +101,11 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder
 		}
 		res.Inferred = append(res.Inferred, headroom)
 		res.Evaluations = append(res.Evaluations, round.Replicas[0].Result)
+		if whatIf != nil {
+			if err := whatIf.scrape(at, engineFams, dcgmFams); err != nil {
+				return err
+			}
+		}
 		for _, job := range []struct {
 			t    *scrapeTarget
 			fams map[string]*dto.MetricFamily
@@ -137,6 +148,11 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder
 			fs = append(fs, eval.firings(a)...)
 		}
 		res.Scores = append(res.Scores, score(d, fs, res.Breaches, benchEpoch, end))
+	}
+	if whatIf != nil {
+		if res.OpenLoop, err = whatIf.finish(ctx, res, o); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
 	}
 	res.Elapsed = time.Since(started)
 	return res, nil

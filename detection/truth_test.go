@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kneewatch/kneewatch/knee"
 )
 
 // events makes n latency events of the given seconds, one every gap from start.
@@ -94,5 +96,28 @@ func TestGroundTruthLoadIsTheExactWindowMean(t *testing.T) {
 		if diff := cmp.Diff(TruthPoint{At: tr.ticks[i].at, Load: 10, Knee: 40, Headroom: 0.75, TTFTP: nanValue(), TPOTP: nanValue()}, pts[i], approx); diff != "" {
 			t.Errorf("tick %d (-want +got):\n%s", i, diff)
 		}
+	}
+}
+
+func TestOpenLoopProfileMovesOnlyTheKnee(t *testing.T) {
+	p := knee.Profile{Points: []knee.Point{
+		{Concurrency: 10, OutputTokensPerSecond: 1000, GoodputTokensPerSecond: 1000, KVCacheUsage: 0.1},
+		{Concurrency: 20, OutputTokensPerSecond: 1600, GoodputTokensPerSecond: 1500, KVCacheUsage: 0.2},
+	}, Knee: knee.Knee{Concurrency: 20, OutputTokensPerSecond: 1600, KVCacheUsage: 0.2, LimitingResource: knee.ResourceCompute}}
+	p.Metadata.Name = "p"
+	got, err := openLoopProfile(p, OpenLoopKnee{Load: 0.8, InFlight: 15})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := knee.Knee{Concurrency: 15, OutputTokensPerSecond: 1300, GoodputTokensPerSecond: 1250, KVCacheUsage: 0.15, LimitingResource: knee.ResourceCompute}
+	if diff := cmp.Diff(want, got.Knee, approx); diff != "" {
+		t.Errorf("knee (-want +got):\n%s", diff)
+	}
+	if got.Metadata.Name != "p-open-loop" || len(got.Points) != 2 || p.Knee.Concurrency != 20 {
+		t.Errorf("the profile's name %q, points %d, and the original's knee %v: want p-open-loop, the same 2 points, 20 untouched",
+			got.Metadata.Name, len(got.Points), p.Knee.Concurrency)
+	}
+	if _, err := openLoopProfile(p, OpenLoopKnee{}); err == nil {
+		t.Error("an open-loop knee of 0 in flight gave a profile, want an error")
 	}
 }

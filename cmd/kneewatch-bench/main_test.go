@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestRunRejectsBadFlagsBeforeSimulatingAnything(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a scenario number out of range", []string{"--scenarios", "1,9"}, `--scenarios: "9" is not a scenario number (1–7)`},
+		{"a scenario that is not a number", []string{"--scenarios", "ramp"}, `--scenarios: "ramp" is not a scenario number`},
+		{"a stray argument", []string{"extra"}, `unexpected arguments ["extra"]`},
+		{"an unknown flag", []string{"--speed", "2"}, "flag provided but not defined: -speed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), tt.args, &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("run(%q) = %v, want an error containing %q", tt.args, err, tt.want)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("wrote a report for bad flags:\n%s", stdout.String())
+			}
+		})
+	}
+}
+
+func TestRunWritesTheReportOfTheChosenScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates an hour of traffic")
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"--scenarios", "6", "--what-if=false"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	md := stdout.String()
+	for _, want := range []string{"go run ./cmd/kneewatch-bench --scenarios 6 --what-if=false", "| 6 diurnal |", "## Goals"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	if strings.Contains(md, "| 1 steady-ramp |") {
+		t.Error("the report has a scenario that was not chosen")
+	}
+}
