@@ -198,25 +198,24 @@ func (r *Runner) Run(ctx context.Context, state StateFunc) error {
 		"api", r.opts.Probes.API, "load_ratio_cap", r.opts.Probes.LoadRatioCap)
 
 	<-ctx.Done()
-	wg.Wait()
+	// Stop SetTargets from starting loops before waiting for the running
+	// ones, so no loop is added to the WaitGroup while it is waited on.
 	r.mu.Lock()
 	r.run = nil
 	for _, s := range r.replicas {
-		s.cancel, s.done = nil, nil
+		s.cancel = nil
 	}
 	r.mu.Unlock()
+	wg.Wait()
 	return nil
 }
 
 // startLocked starts a replica's probe loop under the running context.
 func (r *Runner) startLocked(s *replicaState) {
 	ctx, cancel := context.WithCancel(r.run.ctx)
-	s.cancel, s.done = cancel, make(chan struct{})
-	done, state := s.done, r.run.state
-	r.run.wg.Go(func() {
-		defer close(done)
-		r.loop(ctx, s, state)
-	})
+	s.cancel = cancel
+	state := r.run.state
+	r.run.wg.Go(func() { r.loop(ctx, s, state) })
 }
 
 // Summary returns the replica's probes over Window, and false when the

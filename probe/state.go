@@ -44,8 +44,8 @@ type record struct {
 }
 
 // replicaState is everything the runner keeps for one replica. The loop
-// goroutine writes it, Collect and Summary read it; mu guards all but the
-// loop's own cancel and done.
+// goroutine writes it, Collect and Summary read it; mu guards all but name
+// (fixed) and cancel (guarded by the Runner's mu).
 type replicaState struct {
 	name string // the replica; never changes
 
@@ -62,8 +62,7 @@ type replicaState struct {
 	failing  bool      // the last finished probe failed (for logging transitions)
 	nextID   uint64    // of the next record
 
-	cancel func()        // stops the loop
-	done   chan struct{} // closed when the loop has returned
+	cancel func() // stops the loop; nil while not running
 }
 
 func newReplicaState(t Target) *replicaState {
