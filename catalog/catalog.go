@@ -140,7 +140,7 @@ var (
 	MetricProbeLast = MetricDesc{"kneewatch_probe_last_timestamp_seconds", Gauge,
 		"Unix time the last probe finished.", []string{"replica", "model"}}
 	MetricProbeLoad = MetricDesc{"kneewatch_probe_load_ratio", Gauge,
-		"Probe output tokens per second divided by the replica's knee output tokens per second (capped at 0.001).", []string{"replica", "model"}}
+		"Probe output tokens per second divided by the replica's knee output tokens per second (kept under probes.load_ratio_cap, default 0.001).", []string{"replica", "model"}}
 	MetricProbeAttainment = MetricDesc{"kneewatch_probe_slo_attainment_ratio", Gauge,
 		"Share of probes over the window within the SLO threshold, per SLO (ttft, tpot).", []string{"replica", "model", "slo"}}
 )
