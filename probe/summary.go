@@ -11,6 +11,14 @@ import (
 // serve tokens.
 const MinFailingProbes = 2
 
+// Summaries is what the watcher's evaluation reads: *Runner implements it,
+// and a nil *Runner (probes off) answers false for every replica.
+type Summaries interface {
+	Summary(replica string) (Summary, bool)
+}
+
+var _ Summaries = (*Runner)(nil)
+
 // Summary is one replica's probes over the summary window (see
 // Runner.Window), for the watcher's evaluation.
 type Summary struct {
