@@ -53,7 +53,7 @@ $(TOOLS)/helm:
 	GOBIN=$(TOOLS) $(GO) install -trimpath -ldflags "$(HELM_LDFLAGS)" helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 $(TOOLS)/kubeconform:
-	GOBIN=$(TOOLS) $(GO) install -trimpath -ldflags "-s -w" github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
+	GOBIN=$(TOOLS) $(GO) install -trimpath -ldflags "-s -w -X main.version=$(KUBECONFORM_VERSION)" github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
 
 $(TOOLS)/kube-apiserver:
 	scripts/build-kube-apiserver.sh $(KUBERNETES_VERSION) $(TOOLS)
