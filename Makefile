@@ -85,7 +85,7 @@ clean-tools:
 
 # The detection-quality bench (detection/): seven scripted scenarios on the
 # simulator in virtual time, every detector scored against the ground truth;
-# rewrites docs/benchmarks/detection.md. A few minutes on 2 cores.
+# rewrites docs/benchmarks/detection.md. About 1–2 minutes on 2 cores.
 .PHONY: bench-detection
 bench-detection:
 	mkdir -p docs/benchmarks

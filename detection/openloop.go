@@ -183,22 +183,16 @@ func (w *openLoopWhatIf) finish(ctx context.Context, res *ScenarioResult, o Opti
 	if err != nil {
 		return nil, err
 	}
-	end := benchEpoch.Add(res.Scenario.Duration)
-	for ts := benchEpoch.Add(o.EvalInterval); !ts.After(end); ts = ts.Add(o.EvalInterval) {
-		if err := eval.evalAt(ctx, ts); err != nil {
-			return nil, err
-		}
+	if err := eval.evalEvery(ctx, o.EvalInterval, res.Scenario.Duration); err != nil {
+		return nil, err
 	}
+	var ds []Detector
 	for _, d := range Detectors() {
-		if d.Key != DetectorKneewatchPage && d.Key != DetectorKneewatchWarning {
-			continue
+		if d.Key == DetectorKneewatchPage || d.Key == DetectorKneewatchWarning {
+			ds = append(ds, d)
 		}
-		var fs []Firing
-		for _, a := range d.Alerts {
-			fs = append(fs, eval.firings(a)...)
-		}
-		w.result.Scores = append(w.result.Scores, score(d, fs, res.Breaches, benchEpoch, end))
 	}
+	w.result.Scores = eval.scores(ds, res.Breaches, res.Scenario.Duration)
 	w.result.Headroom = headroomError(w.result.Inferred, res.Truth, int(o.Window/o.ScrapeInterval))
 	return w.result, nil
 }

@@ -58,6 +58,32 @@ func newRuleEvaluator(engine *promql.Engine, st *store, groups []rulefmt.RuleGro
 	return e, nil
 }
 
+// evalEvery evaluates every group once per interval from interval into a
+// run to its end, as a rule manager running alongside it would.
+func (e *ruleEvaluator) evalEvery(ctx context.Context, interval, length time.Duration) error {
+	end := benchEpoch.Add(length)
+	for ts := benchEpoch.Add(interval); !ts.After(end); ts = ts.Add(interval) {
+		if err := e.evalAt(ctx, ts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scores judges each detector's firings, over a run of the given length,
+// against its breaches.
+func (e *ruleEvaluator) scores(ds []Detector, breaches []Episode, length time.Duration) []DetectorScore {
+	out := make([]DetectorScore, 0, len(ds))
+	for _, d := range ds {
+		var fs []Firing
+		for _, a := range d.Alerts {
+			fs = append(fs, e.firings(a)...)
+		}
+		out = append(out, score(d, fs, breaches, benchEpoch, benchEpoch.Add(length)))
+	}
+	return out
+}
+
 // evalAt evaluates every group at ts.
 func (e *ruleEvaluator) evalAt(ctx context.Context, ts time.Time) error {
 	for _, g := range e.groups {

@@ -127,11 +127,8 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
-	end := benchEpoch.Add(sc.Duration)
-	for ts := benchEpoch.Add(o.EvalInterval); !ts.After(end); ts = ts.Add(o.EvalInterval) {
-		if err := eval.evalAt(ctx, ts); err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
-		}
+	if err := eval.evalEvery(ctx, o.EvalInterval, sc.Duration); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 
 	res.Truth = groundTruth(tr, truthConfig{slo: sc.Deployment.SLO, interval: o.ScrapeInterval,
@@ -142,13 +139,7 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder
 	for _, v := range o.PageVariants {
 		detectors = append(detectors, variantDetector(v))
 	}
-	for _, d := range detectors {
-		var fs []Firing
-		for _, a := range d.Alerts {
-			fs = append(fs, eval.firings(a)...)
-		}
-		res.Scores = append(res.Scores, score(d, fs, res.Breaches, benchEpoch, end))
-	}
+	res.Scores = eval.scores(detectors, res.Breaches, sc.Duration)
 	if whatIf != nil {
 		if res.OpenLoop, err = whatIf.finish(ctx, res, o); err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
