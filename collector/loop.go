@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/probe"
 )
 
 // Target is one replica to watch, from the static config or from discovery.
@@ -70,6 +71,10 @@ type WatcherOptions struct {
 	Logger      *slog.Logger
 	// Now is the clock (default time.Now); tests inject one.
 	Now func() time.Time
+	// Probes, when set, reports each replica's synthetic probes: a replica
+	// whose probes all fail is not evaluated as healthy with headroom,
+	// whatever its metrics say.
+	Probes probe.Summaries
 }
 
 // Watcher scrapes every target each round, keeps a window per replica,
@@ -133,9 +138,16 @@ type ReplicaEval struct {
 	TPOTSum          float64
 }
 
-// ReasonEngineDown marks a replica whose engine metrics could not be
-// scraped this round: its headroom is unknown, not stale.
-const ReasonEngineDown = "engine_down"
+// Reasons a replica's evaluation is not ok that the watcher adds to the
+// knee package's own.
+const (
+	// ReasonEngineDown marks a replica whose engine metrics could not be
+	// scraped this round: its headroom is unknown, not stale.
+	ReasonEngineDown = "engine_down"
+	// ReasonProbesFailing marks a replica whose synthetic probes all failed
+	// over the window: it serves metrics but not tokens.
+	ReasonProbesFailing = "probes_failing"
+)
 
 // NewWatcher returns a Watcher with no targets.
 func NewWatcher(opts WatcherOptions) *Watcher {
@@ -363,6 +375,12 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 
 	e.Observation = Observe(s.window, snap.Time, e.SLO)
 	e.Result = knee.Evaluate(e.Observation, t.Profile, w.opts.Knee)
+	if w.opts.Probes != nil {
+		if ps, ok := w.opts.Probes.Summary(t.Replica); ok && ps.AllFailing {
+			e.Result = knee.Evaluate(knee.NewObservation(), nil, w.opts.Knee)
+			e.Result.Reason = ReasonProbesFailing
+		}
+	}
 	return w.withCounters(e, s)
 }
 

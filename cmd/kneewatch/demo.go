@@ -54,7 +54,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer fleet.Close()
 
-	w := collector.NewWatcher(collector.WatcherOptions{Interval: *interval, Window: *window, TargetHeadroom: 0.2, Logger: logger})
+	prober, err := newProber(demoProbes(), *window, fleet.Targets(), logger)
+	if err != nil {
+		return err
+	}
+	w := collector.NewWatcher(collector.WatcherOptions{Interval: *interval, Window: *window, TargetHeadroom: 0.2, Logger: logger, Probes: prober})
 	if err := w.SetTargets(fleet.Targets()); err != nil {
 		return err
 	}
@@ -86,5 +90,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}()
-	return serveWatcher(ctx, w, l, "", logger, links)
+	return serveWatcher(ctx, w, l, "", logger, links, background{
+		func(ctx context.Context) error { return runProber(ctx, prober, w) },
+	}, proberCollectors(prober)...)
 }

@@ -13,11 +13,11 @@ import (
 	"github.com/kneewatch/kneewatch/discovery"
 )
 
-// discoveryRunner returns the loop that keeps the watcher's targets in step
+// discoveryRunner returns the loop that keeps the watched targets in step
 // with the cluster's serving pods (the static targets plus the discovered
-// ones), or nil when the config has no kubernetes section. Run the returned
-// function beside the watcher until ctx ends.
-func discoveryRunner(cfg *config.Config, w *collector.Watcher, static []collector.Target, logger *slog.Logger) (func(context.Context) error, error) {
+// ones, handed to setTargets), or nil when the config has no kubernetes
+// section. Run the returned function beside the watcher until ctx ends.
+func discoveryRunner(cfg *config.Config, w *collector.Watcher, setTargets func([]collector.Target) error, static []collector.Target, logger *slog.Logger) (func(context.Context) error, error) {
 	if cfg.Kubernetes == nil {
 		return nil, nil
 	}
@@ -37,7 +37,7 @@ func discoveryRunner(cfg *config.Config, w *collector.Watcher, static []collecto
 		Profiles: profiles,
 		SLO:      collector.GlobalSLO(cfg),
 		Sink: func(found []collector.Target) error {
-			return w.SetTargets(slices.Concat(static, found))
+			return setTargets(slices.Concat(static, found))
 		},
 		ModelOf: discovery.ModelsFrom(w.Latest),
 		Logger:  logger.With("component", "discovery"),

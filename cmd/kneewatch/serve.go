@@ -50,17 +50,48 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	logger := settings.Logger(stderr)
-	w := collector.NewWatcher(watcherOptions(cfg, settings, logger))
-	if err := w.SetTargets(targets); err != nil {
+	prober, err := newProber(cfg.Probes, settings.Window.D(), targets, logger)
+	if err != nil {
+		return err
+	}
+	opts := watcherOptions(cfg, settings, logger)
+	if prober != nil {
+		opts.Probes = prober
+	}
+	w := collector.NewWatcher(opts)
+	// setTargets keeps the watcher and the probes on one target set, as
+	// discovery changes it.
+	setTargets := func(ts []collector.Target) error {
+		if err := w.SetTargets(ts); err != nil {
+			return err
+		}
+		if prober != nil {
+			return prober.SetTargets(probeTargets(ts))
+		}
+		return nil
+	}
+	if err := setTargets(targets); err != nil {
+		return err
+	}
+	discover, err := discoveryRunner(cfg, w, setTargets, targets, logger)
+	if err != nil {
 		return err
 	}
 	l, err := net.Listen("tcp", settings.ListenAddress)
 	if err != nil {
 		return fmt.Errorf("--web.listen-address: %w", err)
 	}
-	logger.Info("kneewatch serving", "version", version.Version, "address", l.Addr().String(), "targets", len(targets))
-	return serveWatcher(ctx, w, l, settings.WebConfigFile, logger, nil)
+	logger.Info("kneewatch serving", "version", version.Version, "address", l.Addr().String(),
+		"targets", len(targets), "discovery", discover != nil, "probes", prober != nil)
+	return serveWatcher(ctx, w, l, settings.WebConfigFile, logger, nil, background{
+		func(ctx context.Context) error { return runProber(ctx, prober, w) },
+		discover,
+	}, proberCollectors(prober)...)
 }
+
+// background lists loops that run beside the watcher until ctx ends; nil
+// entries (a feature turned off) are skipped.
+type background []func(context.Context) error
 
 // watcherOptions maps the config file and process settings onto the watcher.
 func watcherOptions(cfg *config.Config, s config.Settings, logger *slog.Logger) collector.WatcherOptions {
@@ -86,8 +117,9 @@ func newRegistry(w *collector.Watcher, extra ...prometheus.Collector) *prometheu
 	return reg
 }
 
-// serveWatcher runs the evaluation loop and the HTTP surface until ctx ends.
-func serveWatcher(ctx context.Context, w *collector.Watcher, l net.Listener, webConfig string, logger *slog.Logger, extraLinks []server.Link, extra ...prometheus.Collector) error {
+// serveWatcher runs the evaluation loop, the background loops and the HTTP
+// surface until ctx ends.
+func serveWatcher(ctx context.Context, w *collector.Watcher, l net.Listener, webConfig string, logger *slog.Logger, extraLinks []server.Link, loops background, extra ...prometheus.Collector) error {
 	h, err := server.Handler(server.Options{
 		Registry:    newRegistry(w, extra...),
 		Ready:       w.Ready,
@@ -101,6 +133,11 @@ func serveWatcher(ctx context.Context, w *collector.Watcher, l net.Listener, web
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return w.Run(ctx) })
+	for _, loop := range loops {
+		if loop != nil {
+			g.Go(func() error { return loop(ctx) })
+		}
+	}
 	g.Go(func() error { return server.Serve(ctx, l, h, webConfig, logger) })
 	return g.Wait()
 }
