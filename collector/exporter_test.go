@@ -16,6 +16,7 @@ import (
 	"github.com/kneewatch/kneewatch/catalog"
 	"github.com/kneewatch/kneewatch/internal/testtools"
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/probe"
 )
 
 // vllmTTFTBounds and vllmTPOTBounds are vLLM V1's bucket edges.
@@ -281,5 +282,30 @@ func TestADownDCGMExporterMarksOnlyItselfDown(t *testing.T) {
 	}
 	if _, ok := sample(t, text, "kneewatch_replica_gpu_utilization_ratio", labels); ok {
 		t.Error("GPU utilization exported while its source is down")
+	}
+}
+
+// allFailing reports every replica's probes as all failing.
+type allFailing struct{}
+
+func (allFailing) Summary(string) (probe.Summary, bool) {
+	return probe.Summary{Probes: 4, AllFailing: true}, true
+}
+
+func TestAReplicaWhoseProbesAllFailIsNotHealthyWithHeadroom(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	w := NewWatcher(WatcherOptions{Interval: 5 * time.Second, Window: time.Minute, Probes: allFailing{}})
+	if err := w.SetTargets([]Target{{Replica: "r", ProfileName: "valid", Profile: loadValidProfile(t)}}); err != nil {
+		t.Fatal(err)
+	}
+	var e ReplicaEval
+	for i := 0; i <= 14; i++ {
+		e = w.assess(w.targets["r"], scrapeOutcome{snap: replicaSnapshot(t0, i)})
+	}
+	if e.Result.OK || e.Result.Reason != ReasonProbesFailing || !math.IsNaN(e.Result.Headroom) {
+		t.Errorf("ok %v, reason %q, headroom %v; want not ok, %q, no headroom", e.Result.OK, e.Result.Reason, e.Result.Headroom, ReasonProbesFailing)
+	}
+	if !e.EngineUp || math.IsNaN(e.Observation.Load()) {
+		t.Error("the engine's own metrics should still be read and exported")
 	}
 }
