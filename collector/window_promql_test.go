@@ -7,7 +7,6 @@ package collector
 // compared at many evaluation times and window widths.
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -16,14 +15,10 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
-	"github.com/prometheus/prometheus/promql/parser"
-	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
-	"github.com/prometheus/prometheus/tsdb/chunks"
-	"github.com/prometheus/prometheus/util/annotations"
+
+	"github.com/kneewatch/kneewatch/internal/promstore"
 )
 
 // promTolerance is the relative difference allowed between PromQL and the
@@ -243,36 +238,15 @@ func proofScenarios() []proofScenario {
 	return out
 }
 
-// memStorage is a minimal in-memory Prometheus storage: the engine reads
-// the series through Prometheus's own storage interfaces and list
-// iterators. (Prometheus's TSDB would do the same job but drags cloud
-// service-discovery modules into go.mod.)
-type memStorage struct{ series []storage.Series }
-
-// floatSample is one float sample for Prometheus's list series.
-type floatSample struct {
-	t int64
-	f float64
-}
-
-func (s floatSample) T() int64                      { return s.t }
-func (s floatSample) ST() int64                     { return 0 }
-func (s floatSample) F() float64                    { return s.f }
-func (s floatSample) H() *histogram.Histogram       { return nil }
-func (s floatSample) FH() *histogram.FloatHistogram { return nil }
-func (s floatSample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
-func (s floatSample) Copy() chunks.Sample           { return s }
-
 // loadStorage turns the snapshots into the series a Prometheus server
 // would have scraped: one per gauge, counter, and histogram bucket, _sum
 // and _count, named after the signal.
-func loadStorage(snaps []Snapshot) *memStorage {
-	byName := map[string][]chunks.Sample{}
-	lsets := map[string]labels.Labels{}
+func loadStorage(t *testing.T, snaps []Snapshot) *promstore.Store {
+	st := promstore.New()
 	add := func(l labels.Labels, ts int64, v float64) {
-		key := l.String()
-		lsets[key] = l
-		byName[key] = append(byName[key], floatSample{ts, v})
+		if err := st.Add(l, ts, v); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, s := range snaps {
 		ts := s.Time.UnixMilli()
@@ -290,66 +264,22 @@ func loadStorage(snaps []Snapshot) *memStorage {
 			add(labels.FromStrings(model.MetricNameLabel, sig.String()+"_count"), ts, h.Count)
 		}
 	}
-	keys := make([]string, 0, len(byName))
-	for k := range byName {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	st := &memStorage{}
-	for _, k := range keys {
-		st.series = append(st.series, storage.NewListSeries(lsets[k], byName[k]))
-	}
 	return st
 }
-
-func (m *memStorage) Querier(mint, maxt int64) (storage.Querier, error) {
-	return &storage.MockQuerier{SelectMockFunction: func(_ bool, _ *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
-		var out []storage.Series
-	next:
-		for _, s := range m.series {
-			for _, matcher := range ms {
-				if !matcher.Matches(s.Labels().Get(matcher.Name)) {
-					continue next
-				}
-			}
-			out = append(out, s)
-		}
-		return &sliceSeriesSet{series: out, i: -1}
-	}}, nil
-}
-
-type sliceSeriesSet struct {
-	series []storage.Series
-	i      int
-}
-
-func (s *sliceSeriesSet) Next() bool                        { s.i++; return s.i < len(s.series) }
-func (s *sliceSeriesSet) At() storage.Series                { return s.series[s.i] }
-func (s *sliceSeriesSet) Err() error                        { return nil }
-func (s *sliceSeriesSet) Warnings() annotations.Annotations { return nil }
 
 type promEval struct {
 	t  *testing.T
 	ng *promql.Engine
-	st storage.Queryable
+	st *promstore.Store
 }
 
 // query runs an instant query expected to return at most one sample; ok
 // is false when PromQL returns nothing.
 func (p promEval) query(expr string, at time.Time) (v float64, ok bool) {
 	p.t.Helper()
-	q, err := p.ng.NewInstantQuery(context.Background(), p.st, nil, expr, at)
+	vec, err := promstore.Instant(p.ng, p.st, expr, at)
 	if err != nil {
-		p.t.Fatalf("%s: %v", expr, err)
-	}
-	defer q.Close()
-	res := q.Exec(context.Background())
-	if res.Err != nil {
-		p.t.Fatalf("%s: %v", expr, res.Err)
-	}
-	vec, err := res.Vector()
-	if err != nil {
-		p.t.Fatalf("%s: %v", expr, err)
+		p.t.Fatal(err)
 	}
 	switch len(vec) {
 	case 0:
@@ -390,17 +320,12 @@ func TestWindowEqualsPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads Prometheus's TSDB and engine")
 	}
-	ng := promql.NewEngine(promql.EngineOpts{
-		MaxSamples:    1_000_000,
-		Timeout:       time.Minute,
-		LookbackDelta: 5 * time.Minute,
-		Parser:        parser.NewParser(parser.Options{}),
-	})
+	ng := promstore.NewEngine()
 	t.Cleanup(func() { _ = ng.Close() })
 	var total comparisons
 	for _, sc := range proofScenarios() {
 		t.Run(sc.name, func(t *testing.T) {
-			p := promEval{t: t, ng: ng, st: loadStorage(sc.snaps)}
+			p := promEval{t: t, ng: ng, st: loadStorage(t, sc.snaps)}
 			var c comparisons
 			for _, width := range proofWidths {
 				compareAlongHistory(t, p, &c, sc, width)

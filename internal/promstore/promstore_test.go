@@ -1,0 +1,57 @@
+package promstore
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+func TestPromQLReadsTheStoredSeries(t *testing.T) {
+	s := New()
+	t0 := time.Unix(1_800_000_000, 0)
+	l := labels.FromStrings(labels.MetricName, "requests_total", "job", "a")
+	for i := range 7 {
+		if err := s.Add(l, t0.Add(time.Duration(i)*10*time.Second).UnixMilli(), float64(i*50)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Add(l, t0.UnixMilli(), 1); err == nil {
+		t.Error("a sample older than the series' last was accepted")
+	}
+	ng := NewEngine()
+	defer ng.Close()
+	v, err := Instant(ng, s, `rate(requests_total[1m])`, t0.Add(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v) != 1 || v[0].F != 5 {
+		t.Fatalf("rate = %v, want one sample of 5/s", v)
+	}
+}
+
+func TestAScrapedHistogramBecomesItsBucketSeries(t *testing.T) {
+	text := "# TYPE ttft_seconds histogram\nttft_seconds_bucket{le=\"0.1\"} 3\nttft_seconds_bucket{le=\"+Inf\"} 4\nttft_seconds_sum 0.9\nttft_seconds_count 4\n"
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New()
+	at := time.Unix(1_800_000_000, 0)
+	if err := s.AddScrape(fams, at, map[string]string{"job": "vllm"}); err != nil {
+		t.Fatal(err)
+	}
+	ng := NewEngine()
+	defer ng.Close()
+	v, err := Instant(ng, s, `ttft_seconds_bucket{job="vllm",le="0.1"} / ignoring(le) ttft_seconds_count`, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v) != 1 || v[0].F != 0.75 {
+		t.Fatalf("share under 0.1 s = %v, want 0.75", v)
+	}
+}
