@@ -14,7 +14,7 @@ type Alerts struct {
 	HeadroomLow HeadroomLow `yaml:"headroom_low"`
 	// HeadroomExhausted is the page: headroom under Below for For, or
 	// headroom predicted to reach 0 within PredictWindow while already under
-	// PredictGuard. Default below 0.05 for 5m, predict 15m, guard 0.3.
+	// PredictGuard. Default below 0.05 for 1m, predict 15m, guard 0.6 (see rules.DefaultOptions for why).
 	HeadroomExhausted HeadroomExhausted `yaml:"headroom_exhausted"`
 	// SLOObjective is the share of requests that must meet the SLO, the base
 	// of the multi-window burn-rate alerts. At least 0.931, since the fast
@@ -88,9 +88,9 @@ func DefaultAlerts() Alerts {
 		HeadroomLow: HeadroomLow{Below: 0.2, For: Duration(10 * time.Minute)},
 		HeadroomExhausted: HeadroomExhausted{
 			Below:         0.05,
-			For:           Duration(5 * time.Minute),
+			For:           Duration(time.Minute),
 			PredictWindow: Duration(15 * time.Minute),
-			PredictGuard:  0.3,
+			PredictGuard:  0.6,
 		},
 		SLOObjective:   0.99,
 		KVPressure:     KVPressure{Margin: 0.05, PreemptionsPerSecond: 0.1, For: Duration(10 * time.Minute)},

@@ -10,8 +10,9 @@ import (
 // TestBench runs the seven scenarios (without the what-if variants) and
 // checks the goals that hold today, the claims the report makes about the
 // baselines, and the ground truth the scores rest on. The goal that does
-// not hold yet (kneewatch's page 60 s before every breach) is reported, not
-// asserted: docs/benchmarks/detection.md says by how much it falls short.
+// not hold yet (kneewatch's page 60 s before every breach: the prefill wave
+// and, on some seeds, the throttle and the mix shift fall short) is reported,
+// not asserted: docs/benchmarks/detection.md says by how much.
 func TestBench(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates about six hours of traffic (~1 min on 2 cores)")
@@ -52,6 +53,21 @@ func TestBench(t *testing.T) {
 				}
 				if sat.Caught[i] && sat.Leads[i] >= kw.Leads[i] {
 					t.Errorf("scenario %d: KV/queue led by %s, kneewatch by %s", res.Scenario.ID, sat.Leads[i], kw.Leads[i])
+				}
+			}
+		}
+	})
+	t.Run("kneewatch's page comes before the burn-rate pages in every breach", func(t *testing.T) {
+		// With the page's previous defaults (for 5m, trend armed below 30%)
+		// it came after the raw burn rate in 3 of 5 breaches.
+		for _, res := range rep.Results {
+			kw := res.score(DetectorKneewatchPage)
+			for _, key := range []string{DetectorRawBurn, DetectorKneewatchBurn} {
+				burn := res.score(key)
+				for i := range res.Breaches {
+					if kw.Caught[i] && burn.Caught[i] && kw.Leads[i] <= burn.Leads[i] {
+						t.Errorf("scenario %d: %s led by %s, kneewatch's page by %s", res.Scenario.ID, key, burn.Leads[i], kw.Leads[i])
+					}
 				}
 			}
 		}

@@ -39,7 +39,7 @@ const (
 func Detectors() []Detector {
 	return []Detector{
 		{Key: DetectorKneewatchPage, Name: "kneewatch page", Alerts: []string{rules.AlertHeadroomExhausted}, Shipped: true,
-			Basis: "KneewatchHeadroomExhausted: headroom < 5%, or < 30% and predicted to reach 0 within 15m; for 5m"},
+			Basis: "KneewatchHeadroomExhausted: " + pageText(rules.DefaultOptions().HeadroomExhausted)},
 		{Key: DetectorKneewatchWarning, Name: "kneewatch warning", Alerts: []string{rules.AlertHeadroomLow}, Shipped: true,
 			Basis: "KneewatchHeadroomLow: headroom < 20% for 10m (a ticket, not a page)"},
 		{Key: DetectorKneewatchBurn, Name: "burn rate (kneewatch counters)", Alerts: []string{rules.AlertGoodputSLOBurnFast}, Shipped: true,
@@ -61,15 +61,28 @@ type PageVariant struct {
 	Options rules.HeadroomExhaustedOptions
 }
 
-// DefaultPageVariants are the what-ifs the bench reports: the page held for
-// 2 minutes instead of 5 (every other threshold the default), and held for
-// 1 minute with the trend branch armed from 60% headroom instead of 30%.
+// DefaultPageVariants are the what-ifs the bench reports: the page's
+// defaults before the bench set them (held 5 minutes, the trend armed from
+// 30% headroom over 10 minutes), the defaults held 2 minutes, and the trend
+// armed from 70% (the next step, which pages falsely on safe bursts).
 func DefaultPageVariants() []PageVariant {
+	previous := rules.DefaultOptions().HeadroomExhausted
+	previous.For, previous.PredictBelow, previous.PredictLookback = 5*time.Minute, 0.3, 10*time.Minute
 	hold2 := rules.DefaultOptions().HeadroomExhausted
 	hold2.For = 2 * time.Minute
-	early := rules.DefaultOptions().HeadroomExhausted
-	early.For, early.PredictBelow = time.Minute, 0.6
-	return []PageVariant{{Name: "for 2m", Options: hold2}, {Name: "for 1m, trend below 60%", Options: early}}
+	armed70 := rules.DefaultOptions().HeadroomExhausted
+	armed70.PredictBelow = 0.7
+	return []PageVariant{
+		{Name: "previous defaults (for 5m, trend below 30% over 10m)", Options: previous},
+		{Name: "for 2m", Options: hold2},
+		{Name: "trend below 70%", Options: armed70},
+	}
+}
+
+// pageText describes the page's thresholds.
+func pageText(o rules.HeadroomExhaustedOptions) string {
+	return fmt.Sprintf("headroom < %g, or < %g and predicted (%s lookback) to reach 0 within %s; for %s",
+		o.Below, o.PredictBelow, model.Duration(o.PredictLookback), model.Duration(o.PredictHorizon), model.Duration(o.For))
 }
 
 // variantAlert names a variant's copy of the page alert.
@@ -80,7 +93,6 @@ func variantDetector(v PageVariant) Detector {
 	o := v.Options
 	return Detector{
 		Key: "kneewatch-page-" + v.Name, Name: "kneewatch page, " + v.Name, Alerts: []string{variantAlert(v)}, Shipped: true, Variant: true,
-		Basis: fmt.Sprintf("KneewatchHeadroomExhausted generated with headroom < %g, or < %g and predicted (%s lookback) to reach 0 within %s; for %s",
-			o.Below, o.PredictBelow, model.Duration(o.PredictLookback), model.Duration(o.PredictHorizon), model.Duration(o.For)),
+		Basis: "KneewatchHeadroomExhausted generated with " + pageText(o),
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kneewatch/kneewatch/rules"
 )
 
 // findings states what the numbers show, each computed from the results.
@@ -31,8 +33,8 @@ func (r *Report) findings(p func(string, ...any)) {
 		p("  arrivals bunch up: several prefills land in one engine step, the in-flight count swings around its mean,\n")
 		p("  and the TPOT and TTFT tails of a p99 SLO feel that long before the mean load reaches the knee. A\n")
 		p("  headroom accurate against the closed-loop knee (see the error table) therefore still reads %.0f%%–%.0f%%\n", 100*max(lo, 0), 100*hi)
-		p("  at the moment the SLO breaks, where the page's thresholds (5%%, or 30%% and falling, held for 5 min)\n")
-		p("  have not fired yet.")
+		p("  at the moment the SLO breaks: the page's trend branch has to be armed that high (%s).",
+			pageText(rules.DefaultOptions().HeadroomExhausted))
 		if knees := r.openLoopKnees(); len(knees) > 0 {
 			p(" The largest steady Poisson load that kept the SLO (see the last what-if): %s.", strings.Join(knees, "; "))
 		}
@@ -69,7 +71,7 @@ func (r *Report) findings(p func(string, ...any)) {
 		}
 		p(".")
 		if quietVariants := r.quietVariants(); len(quietVariants) > 0 {
-			p(" Its `for: 5m` hold costs most of the lead\n  its headroom had: %s (what-if table) page earlier and still never in the safe scenarios.", strings.Join(quietVariants, " and "))
+			p(" Page what-ifs that never paged in the safe scenarios: %s (what-if table).", strings.Join(quietVariants, ", "))
 		}
 		p("\n")
 	}

@@ -127,7 +127,7 @@ func TestConfiguredValuesReachTheRenderedRules(t *testing.T) {
 	}{
 		{"the warning threshold and its for", AlertHeadroomLow, []string{"kneewatch_replica_headroom_ratio < 0.3"}, "20m"},
 		{"the page threshold, prediction horizon and guard, and its for", AlertHeadroomExhausted,
-			[]string{"kneewatch_replica_headroom_ratio < 0.1", "kneewatch_replica_headroom_ratio < 0.25", "[10m], 300)"}, "30s"},
+			[]string{"kneewatch_replica_headroom_ratio < 0.1", "kneewatch_replica_headroom_ratio < 0.25", "[5m], 300)"}, "30s"},
 		{"the SLO objective's error budget in the fast burn", AlertGoodputSLOBurnFast, []string{"14.4 * 0.005"}, "2m"},
 		{"the SLO objective's error budget in the slow burn", AlertGoodputSLOBurnSlow, []string{"3 * 0.005"}, "15m"},
 		{"the KV margin and preemption rate, and their for", AlertKVCachePressure, []string{"+ 0.1", "> 2"}, "1m"},
