@@ -30,8 +30,15 @@ TOOL_BINS := $(TOOLS)/promtool $(TOOLS)/prometheus $(TOOLS)/alertmanager \
 
 all: build
 
+VERSION  ?= 0.1.0-dev
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
+	-X github.com/prometheus/common/version.Revision=$(REVISION) \
+	-X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
+
+# build writes bin/kneewatch, a static binary stamped with version and revision.
 build:
-	$(GO) build ./...
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/kneewatch ./cmd/kneewatch
 
 tools: $(TOOL_BINS) $(KUBE_SCHEMAS)/generated
 
