@@ -1,0 +1,261 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/sim"
+)
+
+// kneeCase is one must-show sweep against the wall-clock simulator. Why
+// this shape:
+//   - The KV cache is made small (gpu_memory_utilization lowered) so that it
+//     fills near concurrency 11; past that, each extra request waits for a
+//     KV slot and TTFT climbs by a whole step per request (0.2–1.5 s at
+//     speed 1). The TTFT threshold sits halfway between the p90 at 13 and
+//     at 14, so the true knee is 13: ±10% is ±1, the doubling 1, 2, 4, 8,
+//     16 plus at most three refinements stays within 8 levels, and the
+//     noise a loaded machine adds to wall-clock latencies must reach a
+//     whole step (tens of milliseconds after the speed-up) before the knee
+//     moves by two.
+//   - The SLO is on p90 TTFT: a p99 of the default 100-request window is
+//     the second-slowest request, so one scheduling hiccup of the test
+//     machine (which stalls every request in prefill at that moment) broke
+//     it; a p90 needs a tenth of the window to be hit. TPOT is left loose.
+//   - Speeds are chosen so that each sweep takes about 40 s of wall time
+//     and the simulator streams at most a few thousand tokens per wall
+//     second: the driver restarts its timeline when it falls 10 ms behind,
+//     so a starved simulator loses throughput and stretches every latency.
+//     The short-answer workload (3000-token prompts, 48-token answers)
+//     fills the KV cache while streaming little, which is why it takes the
+//     lower speed at the same wall time.
+//
+// The thresholds are read off `kneewatch sim knee` for the same inputs
+// (quantile 0.9, speed 1); see docs/sweep.md for the command.
+type kneeCase struct {
+	preset   string
+	gmu      float64 // gpu_memory_utilization
+	workload string  // a workload preset or a mix file
+	ttft     time.Duration
+	speed    float64
+}
+
+var kneeCases = []kneeCase{
+	{"llama-3.1-8b-h100", 0.27, "testdata/short-answer.yaml", 1130 * time.Millisecond, 8},
+	{"llama-3.1-8b-h100", 0.27, "rag", 1350 * time.Millisecond, 12},
+	{"llama-3.3-70b-fp8-h200", 0.58, "testdata/short-answer.yaml", 4250 * time.Millisecond, 24},
+	{"llama-3.3-70b-fp8-h200", 0.58, "rag", 4400 * time.Millisecond, 36},
+}
+
+// sloQuantile is the TTFT quantile of every case (see kneeCase).
+const sloQuantile = 0.9
+
+func (kc kneeCase) slo() knee.SLO {
+	return knee.SLO{TTFT: knee.Duration(kc.ttft), TPOT: knee.Duration(2 * time.Second), Quantile: sloQuantile}
+}
+
+func (kc kneeCase) simPreset(t *testing.T) sim.Preset {
+	p, err := sim.LoadPreset(kc.preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.GPUMemoryUtilization = kc.gmu
+	p.MaxModelLen = 16384 // what the smaller cache can hold
+	return p
+}
+
+// The must-show's bounds.
+const (
+	kneeTolerance = 0.10 // the knee found is within ±10% of the truth
+	maxLevels     = 8
+)
+
+// TestSweepFindsTheSimulatorsTrueKnee is must-show 1: against the simulator
+// over HTTP, the sweep's knee is within ±10% of sim.FindKnee's ground truth
+// for the same preset, workload, SLO and speed, in at most 8 levels.
+//
+// When a case misses, the test says whether the simulator kept its
+// timeline (see machineTrouble). A miss on a machine too loaded to run the
+// simulator in real time skips in a plain `go test`, but fails under
+// `make test` (KNEEWATCH_REQUIRE_TOOLS=1), which runs this package alone:
+// there a skip would hide the must-show.
+func TestSweepFindsTheSimulatorsTrueKnee(t *testing.T) {
+	if testing.Short() {
+		t.Skip("four sweeps against the simulator in wall time (about three minutes)")
+	}
+	table := []string{"| preset | workload | speed | true knee | found knee | levels | wall time | worst tok/s shortfall ≤ knee |", "|---|---|---:|---:|---:|---:|---:|---:|"}
+	defer func() { t.Logf("\n%s", strings.Join(table, "\n")) }()
+	for _, kc := range kneeCases {
+		name := kc.preset + "/" + strings.TrimSuffix(filepath.Base(kc.workload), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			p := kc.simPreset(t)
+			slo := scaled(kc.slo(), kc.speed)
+			truth, err := sim.FindKnee(context.Background(), sim.KneeConfig{
+				Engine: sim.Config{Preset: p, Speed: kc.speed}, Workload: resolve(t, kc.workload), SLO: slo, Seed: 1,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := startSimPreset(t, p, kc.speed)
+			start := time.Now()
+			out, err := Run(context.Background(), Config{
+				Client: st.client(64), Workload: resolve(t, kc.workload), Seed: 1, SLO: slo,
+				Metrics: st.metrics(100 * time.Millisecond), Logger: testLogger(t),
+			})
+			wall := time.Since(start)
+			if out == nil {
+				t.Fatal(err) // the preflight failed: nothing was measured
+			}
+			for _, lv := range out.Levels {
+				t.Logf("c=%3g %7.1f tok/s  %s TTFT %8s  TPOT %8s  KV %.2f  preempt/s %.2f  %s",
+					lv.Point.Concurrency, lv.Point.OutputTokensPerSecond, quantileLabel(slo.Quantile),
+					seconds(lv.TTFTAtQuantile), seconds(lv.TPOTAtQuantile), lv.Point.KVCacheUsage, lv.Point.PreemptionsPerSecond, verdict(lv, slo))
+			}
+			want := truth.Knee.Concurrency
+			found := math.NaN()
+			if out.Profile != nil {
+				found = out.Profile.Knee.Concurrency
+			}
+			shortfall, _ := throughputShortfall(out, truth)
+			table = append(table, fmt.Sprintf("| %s | %s | %g | %g | %g | %d | %s | %.0f%% |",
+				kc.preset, kc.workload, kc.speed, want, found, len(out.Levels), wall.Round(100*time.Millisecond), 100*shortfall))
+			t.Logf("found knee %g in %d levels %v (%s), in %s; true knee %g", found, len(out.Levels), levelsOf(out), out.Reason, wall.Round(100*time.Millisecond), want)
+
+			if problems := accuracyProblems(out, err, want); len(problems) > 0 {
+				miss := strings.Join(problems, "; ")
+				if why := machineTrouble(out, truth, slo); why != "" {
+					failOrSkipForMachine(t, miss+"; but "+why)
+				}
+				t.Fatalf("%s, with the simulator holding its timeline (tokens/s within %.0f%% of virtual time at every level up to the true knee): the sweep is wrong",
+					miss, 100*fidelityTolerance)
+			}
+
+			// Must-show 2: the written profile loads and validates.
+			path := filepath.Join(t.TempDir(), "profile.yaml")
+			data, err := out.Profile.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteFileAtomic(path, data); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := knee.Load(path); err != nil {
+				t.Errorf("the written profile does not load: %v", err)
+			}
+			if got, want := out.Profile.Knee.LimitingResource, truth.Knee.LimitingResource; got != want {
+				t.Errorf("limiting resource %s, the simulator's truth says %s", got, want)
+			}
+		})
+	}
+}
+
+// accuracyProblems lists how the sweep missed must-show 1 (none when it met it).
+func accuracyProblems(out *Outcome, err error, want float64) []string {
+	var problems []string
+	switch {
+	case errors.Is(err, ErrSLOUnreachable):
+		problems = append(problems, "even concurrency 1 broke the SLO")
+	case err != nil:
+		problems = append(problems, err.Error())
+	case out.Profile == nil:
+		problems = append(problems, "no profile")
+	default:
+		if found := out.Profile.Knee.Concurrency; math.Abs(found-want) > kneeTolerance*want {
+			problems = append(problems, fmt.Sprintf("knee %g, true knee %g: off by more than %.0f%% (levels %v, %s)",
+				found, want, 100*kneeTolerance, levelsOf(out), out.Reason))
+		}
+	}
+	if len(out.Levels) > maxLevels {
+		problems = append(problems, fmt.Sprintf("%d levels %v, want at most %d", len(out.Levels), levelsOf(out), maxLevels))
+	}
+	return problems
+}
+
+// fidelityTolerance bounds how far the simulator's wall-clock throughput
+// may fall below its virtual-time truth at a level up to the true knee
+// before a miss is put down to the machine: a starved driver restarts its
+// timeline, losing engine time, and every latency stretches with it.
+const fidelityTolerance = 0.10
+
+// latencyNoiseTolerance is the share of the TTFT threshold by which the
+// measured median TTFT may exceed the truth's, at a level up to the true
+// knee, before a miss is put down to the machine's scheduling delays. The
+// median, not the SLO quantile, because FindKnee records p50 and p99 only,
+// and because a median this far off means most requests were delayed.
+const latencyNoiseTolerance = 0.2
+
+// machineTrouble says why a run on this machine cannot judge the sweep,
+// or "" when the simulator held its timeline at every level up to the
+// true knee (where the sweep's verdicts decide the knee).
+func machineTrouble(out *Outcome, truth knee.Profile, slo knee.SLO) string {
+	if short, at := throughputShortfall(out, truth); short > fidelityTolerance {
+		return fmt.Sprintf("the simulator could not hold its timeline on this machine: at concurrency %g it made %.0f%% fewer tokens/s than in virtual time (limit %.0f%%), so every latency was stretched",
+			at, 100*short, 100*fidelityTolerance)
+	}
+	for _, lv := range out.Levels {
+		pt, ok := truthAt(truth, lv.Point.Concurrency)
+		if !ok {
+			continue
+		}
+		if excess := lv.Point.TTFT.P50 - pt.TTFT.P50; excess > latencyNoiseTolerance*slo.TTFT.Seconds() {
+			return fmt.Sprintf("wall-clock delays on this machine were too large for this SLO: at concurrency %g median TTFT was %s above the virtual-time truth, more than %.0f%% of the %s threshold",
+				pt.Concurrency, seconds(excess), 100*latencyNoiseTolerance, slo.TTFT)
+		}
+	}
+	return ""
+}
+
+// throughputShortfall returns the largest shortfall of measured output
+// tokens/s against the truth over the levels both measured up to the true
+// knee, and where it was. Past the knee preemptions make a short window's
+// throughput differ from a long one's for reasons that are not the machine's.
+func throughputShortfall(out *Outcome, truth knee.Profile) (worst, at float64) {
+	for _, lv := range out.Levels {
+		pt, ok := truthAt(truth, lv.Point.Concurrency)
+		if !ok || pt.OutputTokensPerSecond <= 0 {
+			continue
+		}
+		if short := 1 - lv.Point.OutputTokensPerSecond/pt.OutputTokensPerSecond; short > worst {
+			worst, at = short, pt.Concurrency
+		}
+	}
+	return worst, at
+}
+
+// truthAt is the truth's point at concurrency c, if it measured c and c
+// is not past the true knee.
+func truthAt(truth knee.Profile, c float64) (knee.Point, bool) {
+	for _, pt := range truth.Points {
+		if pt.Concurrency == c && c <= truth.Knee.Concurrency {
+			return pt, true
+		}
+	}
+	return knee.Point{}, false
+}
+
+// failOrSkipForMachine ends a case the machine could not judge: a failure
+// under `make test` (KNEEWATCH_REQUIRE_TOOLS=1), where a skip would hide
+// the must-show, and a skip with the reason in a plain `go test`.
+func failOrSkipForMachine(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("KNEEWATCH_REQUIRE_TOOLS") == "1" {
+		t.Fatalf("%s. Under make test this fails rather than skips: run the real-time packages alone (make test runs them last, -p 1) on a machine not loaded by other work", why)
+	}
+	t.Skipf("%s; the run says nothing about the sweep", why)
+}
+
+func levelsOf(out *Outcome) []float64 {
+	levels := make([]float64, len(out.Levels))
+	for i, lv := range out.Levels {
+		levels[i] = lv.Point.Concurrency
+	}
+	return levels
+}
