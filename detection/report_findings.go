@@ -33,7 +33,7 @@ func (r *Report) findings(p func(string, ...any)) {
 		p("  arrivals bunch up: several prefills land in one engine step, the in-flight count swings around its mean,\n")
 		p("  and the TPOT and TTFT tails of a p99 SLO feel that long before the mean load reaches the knee. A\n")
 		p("  headroom accurate against the closed-loop knee (see the error table) therefore still reads %.0f%%–%.0f%%\n", 100*max(lo, 0), 100*hi)
-		p("  at the moment the SLO breaks: the page's trend branch has to be armed that high (%s).",
+		p("  at the moment the SLO breaks, which is why the shipped page arms its trend branch that high (%s).",
 			pageText(rules.DefaultOptions().HeadroomExhausted))
 		if knees := r.openLoopKnees(); len(knees) > 0 {
 			p(" The largest steady Poisson load that kept the SLO (see the last what-if): %s.", strings.Join(knees, "; "))
