@@ -17,29 +17,34 @@ import (
 
 // kneeCase is one must-show sweep against the wall-clock simulator. Why
 // this shape:
-//   - The KV cache is made small (gpu_memory_utilization lowered) so that it
-//     fills near concurrency 11; past that, each extra request waits for a
-//     KV slot and TTFT climbs by a whole step per request (0.2–1.5 s at
-//     speed 1). The TTFT threshold sits halfway between the p90 at 13 and
-//     at 14, so the true knee is 13: ±10% is ±1, the doubling 1, 2, 4, 8,
-//     16 plus at most three refinements stays within 8 levels, and the
-//     noise a loaded machine adds to wall-clock latencies must reach a
-//     whole step (tens of milliseconds after the speed-up) before the knee
-//     moves by two.
+//   - The KV cache is made small (gpu_memory_utilization lowered, per
+//     preset and workload) so that it fills near concurrency 11; past
+//     that, each extra request waits for a KV slot and p90 TTFT climbs by
+//     a whole step per request (0.2–1.5 s at speed 1). The TTFT threshold
+//     sits halfway between the p90 at 13 and at 14, so the true knee is
+//     13: ±10% is ±1, the doubling 1, 2, 4, 8, 16 plus at most three
+//     refinements stays within 8 levels, and the delay a loaded machine
+//     adds to wall-clock latencies must reach about a step (40–60 ms of
+//     wall time after the speed-up) before the knee moves by two. Run in
+//     virtual time with 60 other seeds each, every case's sweep found 12,
+//     13 or 14 in at most 8 levels.
 //   - The SLO is on p90 TTFT: a p99 of the default 100-request window is
 //     the second-slowest request, so one scheduling hiccup of the test
-//     machine (which stalls every request in prefill at that moment) broke
-//     it; a p90 needs a tenth of the window to be hit. TPOT is left loose.
+//     machine (which delays every request in prefill at that moment)
+//     broke it; a p90 needs a tenth of the window to be hit. TPOT is
+//     left loose.
 //   - Speeds are chosen so that each sweep takes about 40 s of wall time
 //     and the simulator streams at most a few thousand tokens per wall
-//     second: the driver restarts its timeline when it falls 10 ms behind,
+//     second: its driver restarts its timeline when it falls 10 ms behind,
 //     so a starved simulator loses throughput and stretches every latency.
-//     The short-answer workload (3000-token prompts, 48-token answers)
-//     fills the KV cache while streaming little, which is why it takes the
-//     lower speed at the same wall time.
+//     The short-answer workload (1500-token prompts, 64-token answers)
+//     fills the KV cache while streaming little. Its prompts are not
+//     longer because on the 70B preset prefill then saturates compute by
+//     concurrency 8 and the sweep stops there (less than 5% more tokens/s
+//     per doubling) before the KV cache fills.
 //
 // The thresholds are read off `kneewatch sim knee` for the same inputs
-// (quantile 0.9, speed 1); see docs/sweep.md for the command.
+// (quantile 0.9, speed 1); docs/sweep.md has the commands.
 type kneeCase struct {
 	preset   string
 	gmu      float64 // gpu_memory_utilization
@@ -49,9 +54,9 @@ type kneeCase struct {
 }
 
 var kneeCases = []kneeCase{
-	{"llama-3.1-8b-h100", 0.27, "testdata/short-answer.yaml", 1130 * time.Millisecond, 8},
+	{"llama-3.1-8b-h100", 0.245, "testdata/short-answer.yaml", 500 * time.Millisecond, 6},
 	{"llama-3.1-8b-h100", 0.27, "rag", 1350 * time.Millisecond, 12},
-	{"llama-3.3-70b-fp8-h200", 0.58, "testdata/short-answer.yaml", 4250 * time.Millisecond, 24},
+	{"llama-3.3-70b-fp8-h200", 0.54, "testdata/short-answer.yaml", 2300 * time.Millisecond, 18},
 	{"llama-3.3-70b-fp8-h200", 0.58, "rag", 4400 * time.Millisecond, 36},
 }
 
