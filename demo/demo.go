@@ -35,6 +35,11 @@ type Options struct {
 	SLO      knee.SLO
 	Loads    []Load // one replica per entry (default DefaultLoads)
 	Speed    float64
+	// Profile, when set, is the knee every replica is judged against (a
+	// profile written by `kneewatch sweep`, say) instead of the
+	// simulator's ground truth; the replicas are still held at shares of
+	// its knee.
+	Profile *knee.Profile
 	// Listen and DCGMListen are the simulator's addresses (127.0.0.1:0 picks free ports).
 	Listen, DCGMListen string
 	Seed               uint64
@@ -107,13 +112,15 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	prof, err := sim.FindKnee(ctx, sim.KneeConfig{
+	var prof knee.Profile
+	if o.Profile != nil {
+		prof = *o.Profile
+	} else if prof, err = sim.FindKnee(ctx, sim.KneeConfig{
 		Engine:   sim.Config{Preset: preset, Speed: o.Speed},
 		Workload: gen,
 		SLO:      o.SLO,
 		Seed:     o.Seed,
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, fmt.Errorf("ground-truth knee for %s/%s: %w", o.Preset, o.Workload, err)
 	}
 	f := &Fleet{Profile: &prof, errs: &errorCount{}}

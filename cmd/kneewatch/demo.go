@@ -33,6 +33,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	window := fs.Duration("evaluation.window", 30*time.Second, "window of rates and quantiles")
 	every := fs.Duration("table.interval", 5*time.Second, "how often the live table is printed")
 	duration := fs.Duration("duration", 0, "stop after this long (0 runs until interrupted)")
+	profileFile := fs.String("profile", "", "judge the replicas against this knee profile (e.g. written by `kneewatch sweep`) instead of the simulator's true knee")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -43,12 +44,22 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	fmt.Fprintf(stdout, "finding the true knee of %s on %s in virtual time…\n", *preset, *wl)
-	fleet, err := demo.Start(ctx, demo.Options{
+	opts := demo.Options{
 		Preset: *preset, Workload: *wl,
 		SLO:    knee.SLO{TTFT: knee.Duration(*sloTTFT), TPOT: knee.Duration(*sloTPOT), Quantile: 0.99},
 		Listen: *simListen, DCGMListen: *dcgmListen, Logger: logger,
-	})
+	}
+	if *profileFile != "" {
+		p, err := knee.Load(*profileFile)
+		if err != nil {
+			return fmt.Errorf("--profile: %w", err)
+		}
+		opts.Profile = p
+		fmt.Fprintf(stdout, "judging %s replicas against the profile %s\n", *preset, *profileFile)
+	} else {
+		fmt.Fprintf(stdout, "finding the true knee of %s on %s in virtual time…\n", *preset, *wl)
+	}
+	fleet, err := demo.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -66,7 +77,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("--web.listen-address: %w", err)
 	}
-	fmt.Fprintf(stdout, "true knee: %.0f concurrent requests (%.0f output tok/s, limited by %s) for SLO p99 TTFT ≤ %s, TPOT ≤ %s\n",
+	fmt.Fprintf(stdout, "knee: %.0f concurrent requests (%.0f output tok/s, limited by %s) for SLO p99 TTFT ≤ %s, TPOT ≤ %s\n",
 		fleet.Profile.Knee.Concurrency, fleet.Profile.Knee.OutputTokensPerSecond, fleet.Profile.Knee.LimitingResource, *sloTTFT, *sloTPOT)
 	fmt.Fprintf(stdout, "kneewatch:  http://%s/metrics\n", l.Addr())
 	var links []server.Link

@@ -93,6 +93,37 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// serveUntil runs `kneewatch serve` on the config until /metrics contains
+// want (or 15 s pass), stops it, and returns the last /metrics body.
+func serveUntil(t *testing.T, path, want string) string {
+	t.Helper()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--config.file", path, "--web.listen-address", addr,
+			"--evaluation.interval", "200ms", "--evaluation.window", "2s", "--log.level", "error"}, io.Discard, io.Discard)
+	}()
+	var body string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if body = string(b); strings.Contains(body, want) {
+			break
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	return body
+}
+
 func TestServeExportsHeadroomAndStopsCleanly(t *testing.T) {
 	srv := vllmFixtureServer(t)
 	path := serveConfig(t, srv.URL+"/metrics")

@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +92,38 @@ func TestSweepWritesTheProfilePlotAndReport(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), `msg="level measured" concurrency=1`) {
 		t.Errorf("no plain log line per level on a non-terminal stderr:\n%s", errb.String())
+	}
+
+	// The profile the sweep wrote drives the watcher's inference: serve
+	// watches the same replica against it and exports its headroom.
+	cfg := filepath.Join(dir, "kneewatch.yml")
+	if err := os.WriteFile(cfg, []byte(`global: {scrape_timeout: 150ms}
+profiles: [{name: swept, file: profile.yaml}]
+targets:
+  - replica: swept-0
+    metrics_url: `+f.Replicas()[0].MetricsURL+`
+    profile: swept
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body := serveUntil(t, cfg, `kneewatch_replica_headroom_ratio{`)
+	if !strings.Contains(body, fmt.Sprintf(`kneewatch_knee_concurrency{model="meta-llama/Llama-3.1-8B-Instruct",profile="swept",replica="swept-0"} %g`, prof.Knee.Concurrency)) {
+		t.Errorf("serve did not export the swept knee (%g) for the replica:\n%s", prof.Knee.Concurrency, body)
+	}
+
+	// And it drives the demo: a fleet held at shares of the swept knee,
+	// each replica evaluated against it.
+	var demoOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
+	defer cancel()
+	if err := run(ctx, []string{"demo", "--profile", profile, "--web.listen-address", "127.0.0.1:0",
+		"--sim.listen", "127.0.0.1:0", "--sim.dcgm-listen", "127.0.0.1:0", "--evaluation.interval", "500ms",
+		"--evaluation.window", "4s", "--table.interval", "3s"}, &demoOut, io.Discard); err != nil {
+		t.Fatalf("demo --profile: %v", err)
+	}
+	if !strings.Contains(demoOut.String(), "judging llama-3.1-8b-h100 replicas against the profile") ||
+		!regexp.MustCompile(`demo-3\s+past\s+[0-9.]+\s+\d+\s+[-+][0-9.]+`).MatchString(demoOut.String()) {
+		t.Errorf("the demo did not evaluate its replicas against the swept profile:\n%s", demoOut.String())
 	}
 }
 
