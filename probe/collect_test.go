@@ -33,9 +33,9 @@ func fixedRunner(t *testing.T) *Runner {
 		t.Fatal(err)
 	}
 	err = r.SetTargets([]Target{
-		{Replica: "vllm-0", Model: "llama", BaseURL: "http://10.0.0.1:8000/v1", KneeOutputTokensPerSecond: 2000,
+		{Replica: "vllm-0", Model: "llama", BaseURL: "http://vllm-0.invalid:8000/v1", KneeOutputTokensPerSecond: 2000,
 			SLOTTFT: 200 * time.Millisecond, SLOTPOT: 20 * time.Millisecond},
-		{Replica: "no-knee", BaseURL: "http://10.0.0.2:8000/v1"},
+		{Replica: "no-knee", BaseURL: "http://no-knee.invalid:8000/v1"},
 	})
 	if err != nil {
 		t.Fatal(err)
