@@ -140,7 +140,7 @@ alerts:
 	for alert, want := range map[string]string{
 		"KneewatchHeadroomLow": "kneewatch_replica_headroom_ratio < 0.25 for 2m team=search",
 		"KneewatchHeadroomExhausted": "(kneewatch_replica_headroom_ratio < 0.02)\nor\n(\n    (kneewatch_replica_headroom_ratio < 0.12)\n  and\n" +
-			"    (predict_linear(kneewatch_replica_headroom_ratio[10m], 180) <= 0)\n) for 15s team=search",
+			"    (predict_linear(kneewatch_replica_headroom_ratio[5m], 180) <= 0)\n) for 15s team=search",
 	} {
 		if diff := cmp.Diff(want, got[alert]); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", alert, diff)
