@@ -137,13 +137,13 @@ func (e *ruleEvaluator) record(id string, r rulefmt.Rule, ts time.Time, vec prom
 		}
 		l := b.Labels()
 		now[l.String()] = l
-		if err := e.store.add(l, t, s.F); err != nil {
+		if err := e.store.Add(l, t, s.F); err != nil {
 			return fmt.Errorf("recording %s: %w", r.Record, err)
 		}
 	}
 	for key, l := range e.recorded[id] {
 		if _, ok := now[key]; !ok {
-			if err := e.store.add(l, t, staleNaN); err != nil {
+			if err := e.store.Add(l, t, staleNaN); err != nil {
 				return fmt.Errorf("recording %s: %w", r.Record, err)
 			}
 		}

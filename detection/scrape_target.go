@@ -46,7 +46,7 @@ func (st *scrapeTarget) ingest(at time.Time, mfs map[string]*dto.MetricFamily) e
 		}
 		l := b.Labels()
 		seen[l.String()] = l
-		return st.store.add(l, ts, v)
+		return st.store.Add(l, ts, v)
 	}
 	for _, name := range slices.Sorted(maps.Keys(mfs)) {
 		mf := mfs[name]
@@ -96,7 +96,7 @@ func (st *scrapeTarget) ingest(at time.Time, mfs map[string]*dto.MetricFamily) e
 	}
 	for key, l := range st.last {
 		if _, ok := seen[key]; !ok {
-			if err := st.store.add(l, ts, staleNaN); err != nil {
+			if err := st.store.Add(l, ts, staleNaN); err != nil {
 				return err
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 )
 
@@ -64,19 +65,19 @@ func TestScrapeTargetStoresWhatPrometheusWould(t *testing.T) {
 	if got := query(`temp`, 12); len(got) != 0 {
 		t.Errorf("temp after it vanished = %v, want no sample", got)
 	}
-	ms := st.byKey[`{__name__="temp", exported_job="scraped", instance="r:8000", job="engine"}`]
-	if ms == nil || len(ms.samples) != 2 || !value.IsStaleNaN(ms.samples[1].F()) {
-		t.Errorf("the vanished series holds %v, want a sample then a staleness marker", ms)
+	vs := st.Values(labels.FromStrings("__name__", "temp", "exported_job", "scraped", "instance", "r:8000", "job", "engine"))
+	if len(vs) != 2 || !value.IsStaleNaN(vs[1]) {
+		t.Errorf("the vanished series holds %v, want a sample then a staleness marker", vs)
 	}
 }
 
 func TestStoreRejectsSamplesOutOfOrder(t *testing.T) {
 	st := newStore()
 	l := newScrapeTarget(st, "job", "x").target
-	if err := st.add(l, 10, 1); err != nil {
+	if err := st.Add(l, 10, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.add(l, 10, 2); err == nil || !strings.Contains(err.Error(), "not after") {
+	if err := st.Add(l, 10, 2); err == nil || !strings.Contains(err.Error(), "not after") {
 		t.Errorf("a second sample at the same time: %v, want an error", err)
 	}
 	if math.IsNaN(staleNaN) == false {

@@ -64,6 +64,20 @@ func (s *Store) Add(l labels.Labels, t int64, v float64) error {
 	return nil
 }
 
+// Values returns the sample values of the series with exactly these labels
+// (nil when there is none), for tests that inspect what was stored.
+func (s *Store) Values(l labels.Labels) []float64 {
+	ms := s.byKey[l.String()]
+	if ms == nil {
+		return nil
+	}
+	out := make([]float64, len(ms.samples))
+	for i, x := range ms.samples {
+		out[i] = x.F()
+	}
+	return out
+}
+
 // AddScrape stores a parsed exposition as a Prometheus server would after
 // scraping it at at, each series with the target's labels added (job,
 // instance, relabelled labels). Histograms and summaries become their
