@@ -106,19 +106,7 @@ func (w *windowedQuantile) at(at time.Time) float64 {
 		w.buf = append(w.buf, e.seconds)
 	}
 	slices.Sort(w.buf)
-	return quantileSorted(w.buf, w.q)
-}
-
-// quantileSorted interpolates linearly between order statistics (the R-7
-// definition the simulator's knee finder also uses).
-func quantileSorted(sorted []float64, q float64) float64 {
-	n := len(sorted)
-	h := q * float64(n-1)
-	i := int(h)
-	if i >= n-1 {
-		return sorted[n-1]
-	}
-	return sorted[i] + (h-float64(i))*(sorted[i+1]-sorted[i])
+	return knee.SampleQuantile(w.buf, w.q)
 }
 
 // breachEpisodes groups the breached ticks into episodes.

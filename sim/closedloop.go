@@ -233,27 +233,12 @@ func summarize(window []*Request, tokensPerSec, sec float64, slo knee.SLO) knee.
 		RequestsPerSecond:      float64(len(window)) / sec,
 		OutputTokensPerSecond:  tokensPerSec,
 		GoodputTokensPerSecond: tokensPerSec * float64(good) / float64(max(tokens, 1)),
-		TTFT:                   knee.Quantiles{P50: quantile(ttfts, 0.5), P99: quantile(ttfts, 0.99)},
-		TPOT:                   knee.Quantiles{P50: quantile(tpots, 0.5), P99: quantile(tpots, 0.99)},
+		TTFT:                   knee.Quantiles{P50: knee.SampleQuantile(ttfts, 0.5), P99: knee.SampleQuantile(ttfts, 0.99)},
+		TPOT:                   knee.Quantiles{P50: knee.SampleQuantile(tpots, 0.5), P99: knee.SampleQuantile(tpots, 0.99)},
 	}
-	pt.MeetsSLO = quantile(ttfts, slo.Quantile) <= slo.TTFT.Seconds() &&
-		quantile(tpots, slo.Quantile) <= slo.TPOT.Seconds()
+	pt.MeetsSLO = knee.SampleQuantile(ttfts, slo.Quantile) <= slo.TTFT.Seconds() &&
+		knee.SampleQuantile(tpots, slo.Quantile) <= slo.TPOT.Seconds()
 	return pt
-}
-
-// quantile of sorted values, interpolating linearly between order
-// statistics (the "R-7" definition, as numpy's default); 0 for no values.
-func quantile(sorted []float64, q float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	h := q * float64(n-1)
-	i := int(h)
-	if i >= n-1 {
-		return sorted[n-1]
-	}
-	return sorted[i] + (h-float64(i))*(sorted[i+1]-sorted[i])
 }
 
 func validateSLO(slo knee.SLO) error {

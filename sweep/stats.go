@@ -74,12 +74,12 @@ func summarize(results []Result, d time.Duration, slo knee.SLO) windowStats {
 		pt.OutputTokensPerSecond = float64(tokens) / sec
 		pt.GoodputTokensPerSecond = float64(good) / sec
 	}
-	pt.TTFT = knee.Quantiles{P50: quantile(ttfts, 0.5), P99: quantile(ttfts, 0.99)}
-	pt.TPOT = knee.Quantiles{P50: quantile(tpots, 0.5), P99: quantile(tpots, 0.99)}
+	pt.TTFT = knee.Quantiles{P50: knee.SampleQuantile(ttfts, 0.5), P99: knee.SampleQuantile(ttfts, 0.99)}
+	pt.TPOT = knee.Quantiles{P50: knee.SampleQuantile(tpots, 0.5), P99: knee.SampleQuantile(tpots, 0.99)}
 	if n := len(results); n > 0 {
 		pt.ErrorRate = float64(st.errors) / float64(n)
 	}
-	st.ttftQ, st.tpotQ = quantile(ttfts, slo.Quantile), quantile(tpots, slo.Quantile)
+	st.ttftQ, st.tpotQ = knee.SampleQuantile(ttfts, slo.Quantile), knee.SampleQuantile(tpots, slo.Quantile)
 	st.margin = max(st.ttftQ/slo.TTFT.Seconds(), st.tpotQ/slo.TPOT.Seconds())
 	if ok == 0 {
 		st.margin = math.Inf(1)
@@ -87,22 +87,6 @@ func summarize(results []Result, d time.Duration, slo knee.SLO) windowStats {
 	pt.MeetsSLO = ok > 0 && st.margin <= 1 && pt.ErrorRate <= MaxErrorRate
 	st.point = pt
 	return st
-}
-
-// quantile of sorted values, interpolating linearly between order
-// statistics (the "R-7" definition, numpy's default, which the simulator's
-// ground truth uses too); 0 for no values.
-func quantile(sorted []float64, q float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	h := q * float64(n-1)
-	i := int(h)
-	if i >= n-1 {
-		return sorted[n-1]
-	}
-	return sorted[i] + (h-float64(i))*(sorted[i+1]-sorted[i])
 }
 
 // round rounds a point's figures for people reading the profile:
