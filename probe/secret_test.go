@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,32 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kneewatch/kneewatch/internal/testtools"
 )
-
-// syncBuffer is a bytes.Buffer safe for a logger used from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestTheAPIKeyNeverAppearsInLogsOrMetrics probes a server that rejects
 // every other probe with a 401 whose body echoes the Authorization header
@@ -62,7 +44,7 @@ func TestTheAPIKeyNeverAppearsInLogsOrMetrics(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	var logs syncBuffer
+	var logs testtools.SyncBuffer
 	p := fastProbes()
 	p.APIKeyFile = keyFile
 	r, err := New(Options{Probes: p, Seed: 9, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +23,7 @@ import (
 	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/discovery"
+	"github.com/kneewatch/kneewatch/internal/testtools"
 	"github.com/kneewatch/kneewatch/knee"
 )
 
@@ -303,24 +302,6 @@ func TestDiscoveryFollowsPods(t *testing.T) {
 	})
 }
 
-// syncBuffer is a log destination safe for the discoverer's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDiscoveryWithoutPermissionSaysSo runs discovery as a service account
 // that may not list pods: it must say why nothing is discovered, not wait
 // in silence, and hand over no targets.
@@ -336,7 +317,7 @@ func TestDiscoveryWithoutPermissionSaysSo(t *testing.T) {
 	sa := c.serviceAccountClient(t, ns, "nobody")
 	cfg := config.DefaultKubernetes()
 	cfg.LabelSelector = "app.kubernetes.io/component=llm-server"
-	var logs syncBuffer
+	var logs testtools.SyncBuffer
 	var sinkCalls atomic.Int32
 	d, err := discovery.New(sa, discovery.Options{
 		Config:      cfg,
