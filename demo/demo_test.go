@@ -70,7 +70,7 @@ func TestDemoHeadroomMatchesTheGroundTruthWithinAMinute(t *testing.T) {
 	for _, e := range r.Replicas {
 		switch {
 		case e.Replica == victim.Name:
-			if e.EngineUp || e.Result.OK || e.Result.Reason != collector.ReasonEngineDown || knee0(e.Result.Headroom) {
+			if e.EngineUp || e.Result.OK || e.Result.Reason != collector.ReasonEngineDown || known(e.Result.Headroom) {
 				t.Errorf("%s with its metrics down: engine up %v, ok %v, reason %q, headroom %v; want down, not ok, %q, no headroom",
 					e.Replica, e.EngineUp, e.Result.OK, e.Result.Reason, e.Result.Headroom, collector.ReasonEngineDown)
 			}
@@ -80,8 +80,8 @@ func TestDemoHeadroomMatchesTheGroundTruthWithinAMinute(t *testing.T) {
 	}
 }
 
-// knee0 reports whether a headroom value is present (known).
-func knee0(v float64) bool { return !math.IsNaN(v) }
+// known reports whether a value is present (not NaN).
+func known(v float64) bool { return !math.IsNaN(v) }
 
 func concurrencies(f *Fleet) []int {
 	var out []int
