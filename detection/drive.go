@@ -5,18 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kneewatch/kneewatch/knee"
 	"github.com/kneewatch/kneewatch/sim"
 )
 
 // benchEpoch is virtual time zero of every run. Times are what Prometheus
 // stores, so any fixed instant works; a fixed one keeps runs reproducible.
 var benchEpoch = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-
-// latencyEvent is one request's latency, stamped with when it became known.
-type latencyEvent struct {
-	at      time.Time
-	seconds float64
-}
 
 // tickTruth is what the simulator knows at a scrape tick that no metric shows.
 type tickTruth struct {
@@ -32,7 +27,7 @@ type tickTruth struct {
 // runTrace is a run's ground truth: every request's TTFT (stamped at its
 // first token) and TPOT (stamped at its end), and the tick-by-tick load.
 type runTrace struct {
-	ttft, tpot []latencyEvent
+	ttft, tpot []knee.LatencyEvent
 	ticks      []tickTruth
 	requests   int // arrived
 	steps      int
@@ -196,11 +191,11 @@ func deliver(res *sim.StepResult, cfg driveConfig, tr *runTrace) {
 	cfg.vllm.step(res)
 	cfg.dcgm.step(res.Start, res.End)
 	for _, r := range res.FirstTokens {
-		tr.ttft = append(tr.ttft, latencyEvent{at: res.End, seconds: r.TTFT().Seconds()})
+		tr.ttft = append(tr.ttft, knee.LatencyEvent{At: res.End, Seconds: r.TTFT().Seconds()})
 	}
 	for _, r := range res.Finished {
 		if tpot, ok := r.TPOT(); ok {
-			tr.tpot = append(tr.tpot, latencyEvent{at: res.End, seconds: tpot.Seconds()})
+			tr.tpot = append(tr.tpot, knee.LatencyEvent{At: res.End, Seconds: tpot.Seconds()})
 		}
 	}
 }

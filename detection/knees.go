@@ -110,7 +110,7 @@ type kneeGrid struct {
 	knees             [][]float64 // [share][slowdown]
 }
 
-func (k *kneeFinder) grid(ctx context.Context, sc *Scenario) (*kneeGrid, error) {
+func (k *kneeFinder) grid(ctx context.Context, sc *Scenario, o Options) (*kneeGrid, error) {
 	g := &kneeGrid{shares: []float64{0}, slowdowns: []float64{1}}
 	if sc.AltWorkload != "" {
 		maxShare := 0.0
@@ -132,11 +132,11 @@ func (k *kneeFinder) grid(ctx context.Context, sc *Scenario) (*kneeGrid, error) 
 	for _, share := range g.shares {
 		row := make([]float64, len(g.slowdowns))
 		for j, f := range g.slowdowns {
-			p, err := k.profile(ctx, sc.Deployment, sc.AltWorkload, share, f)
+			ok, err := k.openLoopKnee(ctx, sc.Deployment, sc.AltWorkload, share, f, o)
 			if err != nil {
 				return nil, err
 			}
-			row[j] = p.Knee.Concurrency
+			row[j] = ok.InFlight
 		}
 		g.knees = append(g.knees, row)
 	}

@@ -24,6 +24,9 @@ type OpenLoopKnee struct {
 	Load float64
 	// InFlight is the mean running + waiting requests at Load.
 	InFlight float64
+	// ClosedRate is the closed-loop knee's request rate under the same
+	// conditions (Load's unit).
+	ClosedRate float64
 }
 
 // Open-loop knee search: each trial runs a steady load for openLoopWarmup,
@@ -36,25 +39,46 @@ const (
 	openLoopSteps  = 6
 )
 
-// openLoopKnee finds dep's open-loop knee, remembering it per deployment.
-func (k *kneeFinder) openLoopKnee(ctx context.Context, dep Deployment, kneeRate, kneeC float64, o Options) (OpenLoopKnee, error) {
-	key := kneeKey{preset: dep.Preset, workload: dep.Workload, slo: dep.SLO}
+// openLoopKnee finds the open-loop knee of dep's replica when a share of
+// its traffic comes from alt and its GPU is slowed down by slowdown,
+// remembering it per set of conditions. Load is bisected as a multiple of
+// the closed-loop knee's request rate under the same conditions; the result
+// is returned as a multiple of rateUnit requests per second.
+func (k *kneeFinder) openLoopKnee(ctx context.Context, dep Deployment, alt string, share, slowdown float64, o Options) (OpenLoopKnee, error) {
+	if alt == "" || share <= 0 {
+		alt, share = "", 0
+	}
+	key := kneeKey{preset: dep.Preset, workload: dep.Workload, alt: alt, share: share, slowdown: slowdown, slo: dep.SLO}
 	if ok, found := k.open[key]; found {
 		return ok, nil
+	}
+	closed, err := k.profile(ctx, dep, alt, share, slowdown)
+	if err != nil {
+		return OpenLoopKnee{}, err
+	}
+	closedRate, err := kneeRequestRate(&closed)
+	if err != nil {
+		return OpenLoopKnee{}, err
+	}
+	preset, err := sim.LoadPreset(dep.Preset)
+	if err != nil {
+		return OpenLoopKnee{}, err
 	}
 	trial := func(load float64) (kept bool, inFlight float64, err error) {
 		sc := &Scenario{Name: fmt.Sprintf("open-loop knee of %s at %.3f×", dep.Workload, load), Deployment: dep,
 			Duration: openLoopWarmup + openLoopSteady, Load: constant(load)}
-		preset, err := sim.LoadPreset(dep.Preset)
-		if err != nil {
-			return false, 0, err
+		if alt != "" {
+			sc.AltWorkload, sc.AltShare = alt, constant(share)
 		}
-		tr, err := drive(ctx, driveConfig{scenario: sc, preset: preset, kneeRate: kneeRate, seed: o.Seed, interval: o.ScrapeInterval,
+		if slowdown != 1 {
+			sc.Slowdown, sc.SlowdownMax = constant(slowdown), slowdown
+		}
+		tr, err := drive(ctx, driveConfig{scenario: sc, preset: preset, kneeRate: closedRate, seed: o.Seed, interval: o.ScrapeInterval,
 			vllm: newVLLMMetrics(preset), dcgm: newDCGMMetrics(preset, replicaName), scrape: func(time.Time) error { return nil }})
 		if err != nil {
 			return false, 0, err
 		}
-		grid := &kneeGrid{shares: []float64{0}, slowdowns: []float64{1}, knees: [][]float64{{kneeC}}}
+		grid := &kneeGrid{shares: []float64{0}, slowdowns: []float64{1}, knees: [][]float64{{closed.Knee.Concurrency}}}
 		truth := groundTruth(tr, truthConfig{slo: dep.SLO, interval: o.ScrapeInterval, loadWindow: o.Window, sloWindow: o.SLOWindow, grid: grid})
 		warm := int(openLoopWarmup / o.ScrapeInterval)
 		for _, p := range truth[warm:] {
@@ -66,7 +90,7 @@ func (k *kneeFinder) openLoopKnee(ctx context.Context, dep Deployment, kneeRate,
 		return true, area / openLoopSteady.Seconds(), nil
 	}
 	lo, hi := openLoopLow, 1.0
-	best := OpenLoopKnee{}
+	best := OpenLoopKnee{ClosedRate: closedRate}
 	kept, inFlight, err := trial(lo)
 	if err != nil {
 		return best, err
@@ -74,11 +98,11 @@ func (k *kneeFinder) openLoopKnee(ctx context.Context, dep Deployment, kneeRate,
 	if !kept {
 		return best, fmt.Errorf("the SLO of %s breaks under Poisson traffic even at %.1f× the knee rate", dep.Workload, lo)
 	}
-	best = OpenLoopKnee{Load: lo, InFlight: inFlight}
+	best.Load, best.InFlight = lo, inFlight
 	if kept, inFlight, err = trial(hi); err != nil {
 		return best, err
 	} else if kept {
-		best = OpenLoopKnee{Load: hi, InFlight: inFlight}
+		best.Load, best.InFlight = hi, inFlight
 		lo = hi
 	}
 	for i := 0; i < openLoopSteps && lo < hi; i++ {
@@ -88,7 +112,7 @@ func (k *kneeFinder) openLoopKnee(ctx context.Context, dep Deployment, kneeRate,
 			return best, err
 		}
 		if kept {
-			lo, best = mid, OpenLoopKnee{Load: mid, InFlight: inFlight}
+			lo, best.Load, best.InFlight = mid, mid, inFlight
 		} else {
 			hi = mid
 		}
@@ -142,7 +166,7 @@ func newOpenLoopWhatIf(ctx context.Context, sc *Scenario, o Options, knees *knee
 	if !o.OpenLoopWhatIf {
 		return nil, nil
 	}
-	ok, err := knees.openLoopKnee(ctx, sc.Deployment, kneeRate, prof.Knee.Concurrency, o)
+	ok, err := knees.openLoopKnee(ctx, sc.Deployment, "", 0, 1, o)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}

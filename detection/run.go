@@ -49,15 +49,20 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
-	prof, err := knees.profile(ctx, sc.Deployment, "", 0, 1)
+	closedProf, err := knees.profile(ctx, sc.Deployment, "", 0, 1)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
-	kneeRate, err := kneeRequestRate(&prof)
+	ok, err := knees.openLoopKnee(ctx, sc.Deployment, "", 0, 1, o)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
-	grid, err := knees.grid(ctx, sc)
+	prof, err := openLoopProfile(closedProf, ok)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	kneeRate := ok.Load * ok.ClosedRate
+	grid, err := knees.grid(ctx, sc, o)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}

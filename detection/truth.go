@@ -1,8 +1,6 @@
 package detection
 
 import (
-	"slices"
-	"sort"
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
@@ -19,7 +17,7 @@ type TruthPoint struct {
 	Knee, Headroom float64
 	// TTFTP and TPOTP are the SLO percentile of TTFT over the requests whose
 	// first token came in the last SLO window, and of TPOT over those that
-	// finished in it (see windowedQuantile); NaN when too few requests.
+	// finished in it (see knee.WindowedQuantile); NaN when too few requests.
 	TTFTP, TPOTP float64
 	// Breached is true when either percentile is over its threshold.
 	Breached bool
@@ -29,17 +27,6 @@ type TruthPoint struct {
 type Episode struct {
 	Start, End time.Time
 }
-
-// A windowed percentile is taken over at least minWindowRequests requests:
-// when the SLO window holds fewer (a low-rate deployment: long-context
-// replicas finish a request every few seconds), it reaches further back, up
-// to maxWindowStretch. A p99 over a couple of dozen requests is their
-// maximum, one unlucky request; over 100 it is a tail. With fewer than
-// minWindowRequests even then, the SLO is not judged (no breach, no pass).
-const (
-	minWindowRequests = 100
-	maxWindowStretch  = 10 * time.Minute
-)
 
 // breachMergeGap joins breach stretches less than this apart into one
 // episode: a percentile that dips under the threshold for a moment between
@@ -58,8 +45,8 @@ type truthConfig struct {
 // groundTruth computes the truth at every tick of a run.
 func groundTruth(tr *runTrace, cfg truthConfig) []TruthPoint {
 	out := make([]TruthPoint, len(tr.ticks))
-	ttft := windowedQuantile{events: tr.ttft, width: cfg.sloWindow, q: cfg.slo.Quantile}
-	tpot := windowedQuantile{events: tr.tpot, width: cfg.sloWindow, q: cfg.slo.Quantile}
+	ttft := knee.WindowedQuantile{Events: tr.ttft, Width: cfg.sloWindow, Q: cfg.slo.Quantile}
+	tpot := knee.WindowedQuantile{Events: tr.tpot, Width: cfg.sloWindow, Q: cfg.slo.Quantile}
 	for i, tk := range tr.ticks {
 		p := TruthPoint{At: tk.at}
 		// The load window's start is a tick (ticks are evenly spaced from
@@ -72,41 +59,13 @@ func groundTruth(tr *runTrace, cfg truthConfig) []TruthPoint {
 		p.Load = (tk.inflightArea - area0) / span.Seconds()
 		p.Knee = cfg.grid.at(tk.altShare, tk.slowdown)
 		p.Headroom = 1 - p.Load/p.Knee
-		p.TTFTP = ttft.at(tk.at)
-		p.TPOTP = tpot.at(tk.at)
+		p.TTFTP = ttft.At(tk.at)
+		p.TPOTP = tpot.At(tk.at)
 		p.Breached = (knee.Known(p.TTFTP) && p.TTFTP > cfg.slo.TTFT.Seconds()) ||
 			(knee.Known(p.TPOTP) && p.TPOTP > cfg.slo.TPOT.Seconds())
 		out[i] = p
 	}
 	return out
-}
-
-// windowedQuantile is the q-quantile of the events in (at − width, at], or
-// of the last minWindowRequests events when the window holds fewer and they
-// lie within maxWindowStretch.
-type windowedQuantile struct {
-	events []latencyEvent // in time order
-	width  time.Duration
-	q      float64
-	buf    []float64
-}
-
-func (w *windowedQuantile) at(at time.Time) float64 {
-	from := at.Add(-w.width)
-	lo := sort.Search(len(w.events), func(i int) bool { return w.events[i].at.After(from) })
-	hi := sort.Search(len(w.events), func(i int) bool { return w.events[i].at.After(at) })
-	if hi-lo < minWindowRequests {
-		lo = hi - minWindowRequests
-		if lo < 0 || !w.events[lo].at.After(at.Add(-maxWindowStretch)) {
-			return knee.Unknown()
-		}
-	}
-	w.buf = w.buf[:0]
-	for _, e := range w.events[lo:hi] {
-		w.buf = append(w.buf, e.seconds)
-	}
-	slices.Sort(w.buf)
-	return knee.SampleQuantile(w.buf, w.q)
 }
 
 // breachEpisodes groups the breached ticks into episodes.

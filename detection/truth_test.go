@@ -9,48 +9,6 @@ import (
 	"github.com/kneewatch/kneewatch/knee"
 )
 
-// events makes n latency events of the given seconds, one every gap from start.
-func events(start time.Time, gap time.Duration, secs ...float64) []latencyEvent {
-	out := make([]latencyEvent, len(secs))
-	for i, s := range secs {
-		out[i] = latencyEvent{at: start.Add(time.Duration(i+1) * gap), seconds: s}
-	}
-	return out
-}
-
-func repeat(v float64, n int) []float64 {
-	out := make([]float64, n)
-	for i := range out {
-		out[i] = v
-	}
-	return out
-}
-
-func TestWindowedQuantile(t *testing.T) {
-	// 200 requests, one per second: 198 fast ones and two slow ones at the end.
-	secs := append(repeat(0.1, 198), 3, 3)
-	evs := events(benchEpoch, time.Second, secs...)
-	tests := []struct {
-		name  string
-		width time.Duration
-		at    time.Time
-		want  float64
-	}{
-		{"a window of 120 requests with two slow ones has their tail in its p99", 2 * time.Minute, benchEpoch.Add(200 * time.Second), 0.1 + 0.81*2.9},
-		{"a window before the slow requests sees only fast ones", 2 * time.Minute, benchEpoch.Add(198 * time.Second), 0.1},
-		{"a window with too few requests reaches back to the last hundred", 30 * time.Second, benchEpoch.Add(198 * time.Second), 0.1},
-		{"with fewer than a hundred requests in reach the SLO is not judged", 30 * time.Second, benchEpoch.Add(60 * time.Second), nanValue()},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := windowedQuantile{events: evs, width: tt.width, q: 0.99}
-			if diff := cmp.Diff(tt.want, w.at(tt.at), approx); diff != "" {
-				t.Errorf("p99 (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func TestBreachEpisodesJoinShortGaps(t *testing.T) {
 	var truth []TruthPoint
 	breached := map[int]bool{10: true, 11: true, 14: true, 40: true}

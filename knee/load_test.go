@@ -51,6 +51,8 @@ func TestLoadRejectsEachInvalidFixtureWithItsExactError(t *testing.T) {
 		{"invalid-knee-outside-points.yaml", `line 181: knee.concurrency: must equal a sweep point's concurrency or lie between two (1..128), got 200`},
 		{"invalid-knee-throughput.yaml", `line 182: knee.outputTokensPerSecond: must be > 0, got 0`},
 		{"invalid-knee-resource.yaml", `line 185: knee.limitingResource: must be one of compute, kv_cache, got "memory"`},
+		{"invalid-knee-arrivals.yaml", `line 186: knee.arrivals: must be "closed-loop" or "poisson", got "open"`},
+		{"invalid-knee-poisson-rate.yaml", `line 180: knee.requestsPerSecond: must be > 0, got 0`},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

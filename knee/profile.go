@@ -66,6 +66,9 @@ type SweepInfo struct {
 	StartedAt  time.Time `yaml:"startedAt" json:"startedAt"`
 	FinishedAt time.Time `yaml:"finishedAt" json:"finishedAt"`
 	Levels     []int     `yaml:"levels,flow" json:"levels"` // concurrencies in the order they were run
+	// RateLevels are, for a poisson knee, the steady Poisson request rates
+	// (requests/s) tried for it, in the order they were run.
+	RateLevels []float64 `yaml:"rateLevels,omitempty,flow" json:"rateLevels,omitempty"`
 }
 
 // Point is one measured concurrency level. Latencies are in seconds, ratios 0..1.
@@ -101,6 +104,23 @@ const (
 	ResourceKVCache Resource = "kv_cache"
 )
 
+// Arrivals says how the knee was measured.
+type Arrivals string
+
+// The ways a knee is measured.
+const (
+	// ArrivalsClosedLoop: a fixed number of clients, each sending its next
+	// request when its last one ends (vllm bench --max-concurrency,
+	// GuideLLM's concurrent mode). The knee is a concurrency. Clients pace
+	// themselves by the replica, so prefills never bunch up and the queue
+	// never grows: it overstates what open traffic can be given.
+	ArrivalsClosedLoop Arrivals = "closed-loop"
+	// ArrivalsPoisson: steady open-loop Poisson arrivals, as users send. The
+	// knee is the largest rate that kept the SLO in every window of a long
+	// run, and its concurrency the mean in-flight requests at that rate.
+	ArrivalsPoisson Arrivals = "poisson"
+)
+
 // Knee is the last operating point that met the SLO.
 type Knee struct {
 	Concurrency            float64  `yaml:"concurrency" json:"concurrency"`
@@ -108,4 +128,21 @@ type Knee struct {
 	GoodputTokensPerSecond float64  `yaml:"goodputTokensPerSecond" json:"goodputTokensPerSecond"`
 	KVCacheUsage           float64  `yaml:"kvCacheUsage" json:"kvCacheUsage"`
 	LimitingResource       Resource `yaml:"limitingResource" json:"limitingResource"`
+	// Arrivals is how the knee was measured; empty (profiles written before
+	// the field existed) means closed-loop.
+	Arrivals Arrivals `yaml:"arrivals,omitempty" json:"arrivals,omitempty"`
+	// RequestsPerSecond is, for a poisson knee, its arrival rate.
+	RequestsPerSecond float64 `yaml:"requestsPerSecond,omitempty" json:"requestsPerSecond,omitempty"`
+	// ClosedLoopConcurrency is, for a poisson knee, the closed-loop knee of
+	// the same sweep (whose levels are the profile's points), for reference:
+	// the gap between the two is what Poisson bunching costs.
+	ClosedLoopConcurrency float64 `yaml:"closedLoopConcurrency,omitempty" json:"closedLoopConcurrency,omitempty"`
+}
+
+// ArrivalsOrDefault is k.Arrivals, closed-loop when empty.
+func (k Knee) ArrivalsOrDefault() Arrivals {
+	if k.Arrivals == "" {
+		return ArrivalsClosedLoop
+	}
+	return k.Arrivals
 }

@@ -69,6 +69,9 @@ func (p *Profile) Validate() error {
 			v.add(fmt.Sprintf("sweep.levels[%d]", i), "must be > 0, got %d", l)
 		}
 	}
+	for i, r := range p.Sweep.RateLevels {
+		v.positive(fmt.Sprintf("sweep.rateLevels[%d]", i), r)
+	}
 	v.points(p.Points)
 	v.knee(&p.Knee, p.Points)
 	if len(v.errs) == 0 {
@@ -177,6 +180,14 @@ func (v *validator) knee(k *Knee, points []Point) {
 	v.ratio("knee.kvCacheUsage", k.KVCacheUsage)
 	if !slices.Contains(Resources(), k.LimitingResource) {
 		v.add("knee.limitingResource", "must be one of %s, got %q", joinResources(), k.LimitingResource)
+	}
+	switch k.Arrivals {
+	case "", ArrivalsClosedLoop:
+	case ArrivalsPoisson:
+		v.positive("knee.requestsPerSecond", k.RequestsPerSecond)
+		v.positive("knee.closedLoopConcurrency", k.ClosedLoopConcurrency)
+	default:
+		v.add("knee.arrivals", "must be %q or %q, got %q", ArrivalsClosedLoop, ArrivalsPoisson, k.Arrivals)
 	}
 }
 

@@ -1,0 +1,81 @@
+package knee
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// LatencyEvent is one request's latency, stamped with the moment it became
+// known: its first token for TTFT, its end for TPOT.
+type LatencyEvent struct {
+	At      time.Time
+	Seconds float64
+}
+
+// A windowed percentile is taken over at least MinWindowRequests requests:
+// when the window holds fewer (a low-rate deployment: long-context replicas
+// finish a request every few seconds), it reaches further back, up to
+// MaxWindowStretch. A p99 over a couple of dozen requests is their maximum,
+// one unlucky request; over 100 it is a tail. With fewer than
+// MinWindowRequests even then, the SLO is not judged (unknown).
+const (
+	MinWindowRequests = 100
+	MaxWindowStretch  = 10 * time.Minute
+	// DefaultSLOWindow is the window an SLO percentile is judged over when
+	// asking whether a load kept the SLO: short enough that a burst of bad
+	// requests shows, as it would on an on-call's dashboard.
+	DefaultSLOWindow = 2 * time.Minute
+)
+
+// WindowedQuantile is the Q-quantile of the events in (at − Width, at], or
+// of the last MinWindowRequests events when the window holds fewer and they
+// all lie within MaxWindowStretch. Events must be in time order. Not safe
+// for concurrent use (it reuses a buffer).
+type WindowedQuantile struct {
+	Events []LatencyEvent
+	Width  time.Duration
+	Q      float64
+	buf    []float64
+}
+
+// At is the windowed quantile at the given moment, or unknown.
+func (w *WindowedQuantile) At(at time.Time) float64 {
+	from := at.Add(-w.Width)
+	lo := sort.Search(len(w.Events), func(i int) bool { return w.Events[i].At.After(from) })
+	hi := sort.Search(len(w.Events), func(i int) bool { return w.Events[i].At.After(at) })
+	if hi-lo < MinWindowRequests {
+		lo = hi - MinWindowRequests
+		if lo < 0 || !w.Events[lo].At.After(at.Add(-MaxWindowStretch)) {
+			return Unknown()
+		}
+	}
+	w.buf = w.buf[:0]
+	for _, e := range w.Events[lo:hi] {
+		w.buf = append(w.buf, e.Seconds)
+	}
+	slices.Sort(w.buf)
+	return SampleQuantile(w.buf, w.Q)
+}
+
+// SLOBreachedAt reports whether either windowed percentile is over its
+// threshold of slo at the given moment (an unknown percentile is no breach).
+func SLOBreachedAt(ttft, tpot *WindowedQuantile, slo SLO, at time.Time) bool {
+	p, q := ttft.At(at), tpot.At(at)
+	return (Known(p) && p > slo.TTFT.Seconds()) || (Known(q) && q > slo.TPOT.Seconds())
+}
+
+// KeptSLO reports whether the SLO held at every tick from from to to (both
+// included) every step, its percentiles taken over windows of width (see
+// WindowedQuantile): the test a steady load must pass to count as under the
+// knee when traffic arrives open-loop. Events must be in time order.
+func KeptSLO(ttft, tpot []LatencyEvent, slo SLO, width time.Duration, from, to time.Time, step time.Duration) bool {
+	tw := &WindowedQuantile{Events: ttft, Width: width, Q: slo.Quantile}
+	pw := &WindowedQuantile{Events: tpot, Width: width, Q: slo.Quantile}
+	for at := from; !at.After(to); at = at.Add(step) {
+		if SLOBreachedAt(tw, pw, slo, at) {
+			return false
+		}
+	}
+	return true
+}
