@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -28,6 +29,14 @@ type KneeConfig struct {
 	// Clock stamps the profile's creation and sweep times; nil means time.Now.
 	// Only those stamps use it: the sweep itself runs in virtual time.
 	Clock func() time.Time
+	// Arrivals says how the knee is measured: closed-loop (empty, the
+	// default) or poisson (see FindKnee).
+	Arrivals knee.Arrivals
+	// OpenLoop shapes the poisson search; ignored for closed-loop.
+	OpenLoop OpenLoopConfig
+	// Logger reports each poisson trial (debug) and a knee moved onto the
+	// curve (warning); nil discards.
+	Logger *slog.Logger
 }
 
 // ErrSLOUnreachable is returned (with the profile of what was measured) when
@@ -46,10 +55,25 @@ var ErrSLOUnreachable = errors.New("the SLO is not met even at concurrency 1")
 //
 // The knee's limiting resource is kv_cache when its KV usage is at least
 // 0.9 or it preempted, else compute.
+//
+// With Arrivals poisson, the knee is then measured again the way users send
+// traffic (see findPoissonKnee); the points and levels stay the closed-loop
+// ones, the curve kneewatch reads throughput on.
 func FindKnee(ctx context.Context, cfg KneeConfig) (knee.Profile, error) {
 	clock := cfg.Clock
 	if clock == nil {
 		clock = time.Now
+	}
+	var openLoop OpenLoopConfig
+	switch cfg.Arrivals {
+	case "", knee.ArrivalsClosedLoop:
+	case knee.ArrivalsPoisson:
+		var err error
+		if openLoop, err = cfg.OpenLoop.withDefaults(); err != nil {
+			return knee.Profile{}, err
+		}
+	default:
+		return knee.Profile{}, fmt.Errorf("unknown arrivals %q (known: %s, %s)", cfg.Arrivals, knee.ArrivalsClosedLoop, knee.ArrivalsPoisson)
 	}
 	maxC := cfg.MaxConcurrency
 	if maxC == 0 {
@@ -171,6 +195,9 @@ func FindKnee(ctx context.Context, cfg KneeConfig) (knee.Profile, error) {
 		GoodputTokensPerSecond: at.GoodputTokensPerSecond,
 		KVCacheUsage:           at.KVCacheUsage,
 		LimitingResource:       limitingResource(at),
+	}
+	if cfg.Arrivals == knee.ArrivalsPoisson {
+		return findPoissonKnee(ctx, cfg, openLoop, p, clock)
 	}
 	return p, nil
 }
