@@ -249,4 +249,3 @@ func OpenLoopSeed(seed uint64, rate float64) uint64 {
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
 }
-
