@@ -71,6 +71,13 @@ type Config struct {
 	Progress    Progress
 	// Clock stamps the profile (nil means time.Now).
 	Clock func() time.Time
+	// Arrivals is how the knee is measured: empty or knee.ArrivalsClosedLoop
+	// reports the closed-loop search's knee; knee.ArrivalsPoisson follows
+	// that search with steady Poisson trials (see OpenLoop) and reports the
+	// largest rate that kept the SLO.
+	Arrivals knee.Arrivals
+	// OpenLoop configures the Poisson trials.
+	OpenLoop OpenLoopConfig
 }
 
 // Outcome is what a sweep measured.
@@ -85,6 +92,15 @@ type Outcome struct {
 	Profile  *knee.Profile
 	Started  time.Time
 	Finished time.Time
+
+	// With Poisson arrivals: the open-loop trials in the order they ran,
+	// why their search stopped, and the closed-loop knee they started from
+	// (the profile's knee is then the poisson one).
+	Trials         []Trial
+	OpenLoopReason string
+	ClosedLoopKnee *knee.Knee
+	// ClosedLoopRate is the closed-loop knee's request rate, requests/s.
+	ClosedLoopRate float64
 }
 
 // Errors Run may return together with an Outcome worth writing out.
@@ -166,6 +182,15 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return out, fmt.Errorf("%w: %s", ErrInterrupted, out.Reason)
 	case perr != nil:
 		return out, perr
+	case cfg.Arrivals != knee.ArrivalsPoisson:
+		return out, nil
+	}
+	if err := cfg.runPoisson(ctx, out); err != nil {
+		return out, err
+	}
+	log.Info("open-loop search finished", "reason", out.OpenLoopReason, "trials", len(out.Trials), "took", out.Finished.Sub(out.Started).Round(time.Millisecond))
+	if out.Interrupted {
+		return out, fmt.Errorf("%w: %s", ErrInterrupted, out.OpenLoopReason)
 	}
 	return out, nil
 }
@@ -184,6 +209,11 @@ func (cfg *Config) defaults() error {
 		return fmt.Errorf("sweep: the SLO quantile must be in (0,1), got %v", cfg.SLO.Quantile)
 	case cfg.MinRequests < 0:
 		return fmt.Errorf("sweep: min requests must be ≥ 0, got %d", cfg.MinRequests)
+	case cfg.Arrivals != "" && cfg.Arrivals != knee.ArrivalsClosedLoop && cfg.Arrivals != knee.ArrivalsPoisson:
+		return fmt.Errorf("sweep: arrivals must be %q or %q, got %q", knee.ArrivalsClosedLoop, knee.ArrivalsPoisson, cfg.Arrivals)
+	}
+	if err := cfg.OpenLoop.defaults(); err != nil {
+		return err
 	}
 	if cfg.MaxConcurrency == 0 {
 		cfg.MaxConcurrency = DefaultMaxConcurrency

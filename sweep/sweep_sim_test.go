@@ -48,6 +48,7 @@ func TestInterruptedSweepWritesAPartialProfile(t *testing.T) {
 
 // cancelAfter cancels the sweep as its n-th level starts running requests.
 type cancelAfter struct {
+	noProgress
 	levels int
 	cancel context.CancelFunc
 	index  int

@@ -1,0 +1,196 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// ErrPoissonUnreachable: under Poisson arrivals the SLO broke even at the
+// open-loop search's low rate, so there is no poisson knee to report.
+var ErrPoissonUnreachable = errors.New("under Poisson arrivals the SLO is not kept even at the lowest rate tried")
+
+// trialFunc runs one open-loop trial at a rate (requests/s); the sweep's is
+// RunTrial against the target, tests give a fake.
+type trialFunc func(ctx context.Context, index int, rate float64) (Trial, error)
+
+// runPoisson follows a closed-loop search that found a knee: it bisects a
+// steady Poisson rate between OpenLoop.Low and 1 × the closed-loop knee's
+// request rate, one trial after another, and moves the profile's knee to
+// the best kept rate. The points and levels stay the closed-loop curve.
+func (cfg *Config) runPoisson(ctx context.Context, out *Outcome) error {
+	closed := out.Profile.Knee
+	kp, ok := pointAt(out.Profile.Points, closed.Concurrency)
+	if !ok || !(kp.RequestsPerSecond > 0) {
+		return fmt.Errorf("the closed-loop knee at concurrency %g has no request rate to start the open-loop search from", closed.Concurrency)
+	}
+	out.ClosedLoopKnee, out.ClosedLoopRate = &closed, kp.RequestsPerSecond
+	ol := cfg.OpenLoop
+	maxOut := ol.MaxOutstanding
+	if maxOut == 0 {
+		maxOut = int(math.Ceil(DefaultOutstandingFactor * closed.Concurrency))
+	}
+	cfg.Logger.Info("open-loop search started", "closed_loop_knee", closed.Concurrency, "closed_loop_rate", kp.RequestsPerSecond,
+		"warmup", ol.Warmup, "steady", ol.Steady, "max_outstanding", maxOut)
+	trial := func(ctx context.Context, index int, rate float64) (Trial, error) {
+		seed := trialSeed(cfg.Seed, rate)
+		gen := cfg.Workload.WithSeed(levelSeed(seed, 1))
+		cfg.Progress.StartTrial(index, rate, ol.Warmup+ol.Steady)
+		defer cfg.Progress.EndTrial()
+		return RunTrial(ctx, cfg.Client, TrialConfig{
+			Rate: rate, Warmup: ol.Warmup, Steady: ol.Steady, Tick: ol.Tick, SLOWindow: ol.SLOWindow,
+			MaxOutstanding: maxOut, Seed: seed, SLO: cfg.SLO, Metrics: cfg.Metrics,
+			Next: func() Request {
+				w := gen.Next()
+				return Request{PromptTokens: w.PromptTokens, MaxTokens: w.OutputTokens}
+			},
+			OnProgress: cfg.Progress.UpdateTrial,
+		})
+	}
+	best, err := cfg.searchRate(ctx, out, trial)
+	out.Finished = cfg.Clock()
+	p := out.Profile
+	p.Metadata.CreatedAt = out.Finished.UTC()
+	p.Sweep.FinishedAt = out.Finished.UTC()
+	for _, tr := range out.Trials {
+		p.Sweep.RateLevels = append(p.Sweep.RateLevels, tr.Rate)
+	}
+	if err != nil {
+		if out.Interrupted && best < 0 {
+			// Nothing kept yet: what was measured is the closed-loop knee.
+			p.Metadata.Partial = true
+			return nil
+		}
+		if !out.Interrupted {
+			out.Profile = nil
+			return err
+		}
+	}
+	k, err := poissonKnee(p, out.Trials[best], closed)
+	if err != nil {
+		out.Profile = nil
+		return err
+	}
+	p.Knee = k
+	p.Metadata.Partial = p.Metadata.Partial || out.Interrupted
+	if err := p.Validate(); err != nil {
+		out.Profile = nil
+		return fmt.Errorf("the measured poisson profile does not validate (a bug): %w", err)
+	}
+	return nil
+}
+
+// searchRate runs the trials RateSearch asks for and returns the index in
+// out.Trials of the best kept one (−1 when none). An interrupted search
+// returns an error wrapping the context's, with out.Interrupted set.
+func (cfg *Config) searchRate(ctx context.Context, out *Outcome, trial trialFunc) (int, error) {
+	search, err := NewRateSearch(cfg.OpenLoop.Low, cfg.OpenLoop.Steps)
+	if err != nil {
+		return -1, err
+	}
+	best := -1
+	for {
+		f, ok := search.Next()
+		if !ok {
+			break
+		}
+		rate := roundSignificant(f*out.ClosedLoopRate, 4)
+		tr, err := trial(ctx, len(out.Trials)+1, rate)
+		if err != nil {
+			if ctx.Err() != nil {
+				out.Interrupted = true
+				out.OpenLoopReason = fmt.Sprintf("interrupted during the trial at %g requests/s (that trial is discarded)", rate)
+				return best, fmt.Errorf("open-loop search: %w", ctx.Err())
+			}
+			return best, err
+		}
+		tr.Fraction = f
+		out.Trials = append(out.Trials, tr)
+		logTrial(cfg.Logger, tr)
+		search.Record(tr.Kept)
+		if tr.Kept {
+			best = len(out.Trials) - 1
+		}
+	}
+	out.OpenLoopReason = search.Done()
+	if best < 0 {
+		tr := out.Trials[0]
+		return best, fmt.Errorf("%w: %g requests/s (%g× the closed-loop knee's %g): %s", ErrPoissonUnreachable,
+			tr.Rate, tr.Fraction, out.ClosedLoopRate, tr.Breach)
+	}
+	return best, nil
+}
+
+// poissonKnee is the knee at a kept trial: its mean in-flight, throughput
+// and goodput as measured, its KV-cache usage from the engine metrics or,
+// without them, read on the closed-loop curve at that in-flight load.
+func poissonKnee(p *knee.Profile, tr Trial, closed knee.Knee) (knee.Knee, error) {
+	pt := tr.Point
+	lo, hi := p.Points[0].Concurrency, p.Points[len(p.Points)-1].Concurrency
+	if pt.Concurrency < lo || pt.Concurrency > hi {
+		return knee.Knee{}, fmt.Errorf("the poisson knee's mean in-flight load (%g at %g requests/s) lies outside the concurrencies swept (%g..%g), where the profile cannot describe it",
+			pt.Concurrency, tr.Rate, lo, hi)
+	}
+	if !tr.KVMeasured {
+		if at, ok := p.CurveAt(pt.Concurrency); ok {
+			pt.KVCacheUsage = math.Round(at.KVCacheUsage*1e6) / 1e6
+		}
+	}
+	return knee.Knee{
+		Concurrency:            pt.Concurrency,
+		OutputTokensPerSecond:  pt.OutputTokensPerSecond,
+		GoodputTokensPerSecond: pt.GoodputTokensPerSecond,
+		KVCacheUsage:           pt.KVCacheUsage,
+		LimitingResource:       knee.LimitingResource(pt),
+		Arrivals:               knee.ArrivalsPoisson,
+		RequestsPerSecond:      tr.Rate,
+		ClosedLoopConcurrency:  closed.Concurrency,
+	}, nil
+}
+
+// pointAt finds the point measured at concurrency c.
+func pointAt(points []knee.Point, c float64) (knee.Point, bool) {
+	for _, pt := range points {
+		if pt.Concurrency == c {
+			return pt, true
+		}
+	}
+	return knee.Point{}, false
+}
+
+// trialSeed derives a trial's draws from the run's seed and its rate, so a
+// trial's arrivals do not depend on which trials ran before it.
+func trialSeed(seed uint64, rate float64) uint64 {
+	return levelSeed(seed^math.Float64bits(rate), -1)
+}
+
+// roundSignificant rounds x to n significant digits, so the rates a profile
+// records read as what was asked for.
+func roundSignificant(x float64, n int) float64 {
+	v, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', n, 64), 64)
+	if err != nil {
+		return x
+	}
+	return v
+}
+
+func logTrial(log *slog.Logger, tr Trial) {
+	verdict := "kept the SLO"
+	if !tr.Kept {
+		verdict = "did not keep the SLO: " + tr.Breach
+	}
+	log.Info("open-loop trial measured", "rate", tr.Rate, "of_closed_loop_rate", math.Round(tr.Fraction*1e4)/1e4,
+		"mean_in_flight", tr.Point.Concurrency, "verdict", verdict,
+		"output_tok_s", math.Round(tr.Point.OutputTokensPerSecond), "goodput_tok_s", math.Round(tr.Point.GoodputTokensPerSecond),
+		"sent", tr.Sent, "completed", len(tr.Completed), "errors", tr.Errors, "judged_ticks", fmt.Sprintf("%d/%d", tr.Judged, tr.Ticks),
+		"steady", tr.Steady.Round(time.Millisecond))
+	for _, p := range tr.MetricProblems {
+		log.Warn("metrics incomplete for this trial", "rate", tr.Rate, "problem", p)
+	}
+}

@@ -1,0 +1,272 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// TrialConfig is one open-loop trial: a steady Poisson arrival rate.
+type TrialConfig struct {
+	// Rate is the arrival rate, requests/s.
+	Rate float64
+	// Warmup runs before the steady part, which is judged.
+	Warmup, Steady time.Duration
+	// Tick and SLOWindow: the windowed SLO is judged every Tick of the
+	// steady part over windows of SLOWindow (see knee.KeptSLO).
+	Tick, SLOWindow time.Duration
+	// MaxOutstanding caps the requests in flight: a request due while
+	// that many are in flight ends the trial as past the knee.
+	MaxOutstanding int
+	// Seed draws the gaps between arrivals.
+	Seed uint64
+	// Next returns the next request's lengths. It is called in arrival
+	// order from one goroutine, so a seeded source makes the trial's
+	// requests reproducible.
+	Next func() Request
+	SLO  knee.SLO
+	// Metrics, when set, is scraped while the trial runs.
+	Metrics *Metrics
+	// OnProgress, when set, is called after every arrival with the time
+	// since the trial started and the requests then in flight.
+	OnProgress func(elapsed time.Duration, inFlight int)
+}
+
+// Trial is what one open-loop trial measured.
+type Trial struct {
+	// Rate is the arrival rate asked for (requests/s); Fraction is it as a
+	// share of the closed-loop knee's rate (set by the sweep).
+	Rate, Fraction float64
+	// Sent is the requests sent, warm-up included.
+	Sent int
+	// InFlight is the mean of the client's in-flight requests over the
+	// steady part: the exact time integral of the count ÷ its length.
+	InFlight float64
+	// Point holds the steady part's figures: completed requests and their
+	// rate, output tokens/s, goodput, TTFT and TPOT p50/p99 over the
+	// requests completed in it, error rate, and the engine metrics.
+	// Concurrency is InFlight; MeetsSLO is Kept.
+	Point knee.Point
+	// Kept is the verdict: the windowed SLO held at every tick of the
+	// steady part (knee.KeptSLO), the error rate was at most MaxErrorRate,
+	// and the outstanding cap was not reached.
+	Kept bool
+	// Breach says why the trial did not keep the SLO ("" when it did).
+	Breach string
+	// Capped is set when the outstanding cap ended the trial, CappedAfter
+	// is when.
+	Capped      bool
+	CappedAfter time.Duration
+	// Ticks and Judged count the steady part's ticks and those at which
+	// both windowed percentiles were known (a window holds at least
+	// knee.MinWindowRequests requests); an unknown percentile is no breach.
+	Ticks, Judged int
+	// TTFTAtQuantile and TPOTAtQuantile are the SLO quantile over the
+	// steady part's requests, in seconds.
+	TTFTAtQuantile, TPOTAtQuantile float64
+	// Errors counts the steady part's failed requests.
+	Errors int
+	// Steady is how long the steady part ran (shorter when capped).
+	Steady time.Duration
+	// Completed holds the steady part's completed requests' results.
+	Completed []Result
+	// KVMeasured says Point.KVCacheUsage came from the engine metrics.
+	KVMeasured     bool
+	MetricProblems []string
+}
+
+// sentRequest is one request of a trial: when the client sent it and when
+// it came back.
+type sentRequest struct {
+	sent, done time.Time
+	res        Result
+	// cancelled: still in flight when the trial ended, so cut off.
+	cancelled bool
+}
+
+// RunTrial sends streaming requests to client at exponentially distributed
+// gaps (a Poisson process of cfg.Rate), never waiting for completions. It
+// runs cfg.Warmup then cfg.Steady, or until a request comes due with
+// cfg.MaxOutstanding in flight, then cancels the requests still in flight.
+// It returns an error only when ctx is cancelled or cfg is invalid.
+func RunTrial(ctx context.Context, client *Client, cfg TrialConfig) (Trial, error) {
+	switch {
+	case !(cfg.Rate > 0) || math.IsInf(cfg.Rate, 0):
+		return Trial{}, fmt.Errorf("trial: the arrival rate must be > 0 requests/s, got %v", cfg.Rate)
+	case cfg.Steady <= 0 || cfg.Tick <= 0 || cfg.SLOWindow <= 0 || cfg.Warmup < 0:
+		return Trial{}, fmt.Errorf("trial: steady %s, tick %s and SLO window %s must be > 0, warm-up %s ≥ 0", cfg.Steady, cfg.Tick, cfg.SLOWindow, cfg.Warmup)
+	case cfg.MaxOutstanding < 1:
+		return Trial{}, fmt.Errorf("trial: the outstanding cap must be ≥ 1, got %d", cfg.MaxOutstanding)
+	case cfg.Next == nil:
+		return Trial{}, fmt.Errorf("trial: no request source")
+	}
+	var smp *sampler
+	if cfg.Metrics.enabled() {
+		smp = cfg.Metrics.start(ctx)
+		defer smp.stop()
+	}
+	trialCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5851f42d4c957f2d))
+	var (
+		reqs     []*sentRequest
+		inFlight atomic.Int64
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	steadyStart := start.Add(cfg.Warmup)
+	end := steadyStart.Add(cfg.Steady)
+	if smp != nil {
+		// The steady part's edges get a scrape each, off the dispatcher
+		// so that arrivals stay on time.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if sleepUntil(trialCtx, steadyStart) {
+				smp.scrapeNow()
+			}
+		}()
+	}
+
+	t := Trial{Rate: cfg.Rate}
+	var offset time.Duration
+	for {
+		offset += time.Duration(rng.ExpFloat64() / cfg.Rate * float64(time.Second))
+		due := start.Add(offset)
+		if !due.Before(end) {
+			sleepUntil(ctx, end)
+			break
+		}
+		if !sleepUntil(ctx, due) {
+			break
+		}
+		if inFlight.Load() >= int64(cfg.MaxOutstanding) {
+			t.Capped, t.CappedAfter = true, time.Since(start)
+			break
+		}
+		req := cfg.Next()
+		r := &sentRequest{sent: time.Now()}
+		reqs = append(reqs, r)
+		n := inFlight.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := client.Do(trialCtx, req)
+			r.done, r.res = time.Now(), res
+			r.cancelled = res.Err != nil && trialCtx.Err() != nil
+			inFlight.Add(-1)
+		}()
+		if cfg.OnProgress != nil {
+			cfg.OnProgress(time.Since(start), int(n))
+		}
+	}
+	stopped := time.Now()
+	if ctx.Err() != nil {
+		cancel()
+		wg.Wait()
+		return Trial{}, ctx.Err()
+	}
+	var metricsEnd time.Time
+	if smp != nil {
+		smp.scrapeNow()
+		metricsEnd = time.Now()
+	}
+	cancel()
+	wg.Wait()
+
+	t.Sent = len(reqs)
+	steadyEnd := end
+	if stopped.Before(end) {
+		steadyEnd = stopped
+	}
+	t.Steady = max(0, steadyEnd.Sub(steadyStart))
+	judgeTrial(&t, reqs, cfg, steadyStart, steadyEnd)
+	if smp != nil && t.Steady > 0 {
+		rd := smp.readings(steadyStart, metricsEnd)
+		t.Point.KVCacheUsage = min(max(rd.kvUsage, 0), 1)
+		t.KVMeasured = rd.kvOK
+		t.Point.Running, t.Point.Waiting = rd.running, rd.waiting
+		t.Point.PreemptionsPerSecond = rd.preemptionRate
+		t.Point.GPUUtilization = rd.gpuUtil
+		t.MetricProblems = rd.problems
+	}
+	round(&t.Point)
+	return t, nil
+}
+
+// sleepUntil waits until the moment or until ctx ends, reporting whether
+// the moment came.
+func sleepUntil(ctx context.Context, at time.Time) bool {
+	d := time.Until(at)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
+}
+
+// judgeTrial fills in the trial's figures and verdict from its requests:
+// the in-flight integral and the completions over [from, to], the
+// windowed SLO at every tick of it.
+func judgeTrial(t *Trial, reqs []*sentRequest, cfg TrialConfig, from, to time.Time) {
+	var area time.Duration
+	for _, r := range reqs {
+		area += overlap(r.sent, r.done, from, to)
+	}
+	if t.Steady > 0 {
+		t.InFlight = area.Seconds() / t.Steady.Seconds()
+	}
+	ttft, tpot := latencyEvents(reqs)
+	for _, r := range reqs {
+		if !r.cancelled && !r.done.Before(from) && !r.done.After(to) {
+			t.Completed = append(t.Completed, r.res)
+		}
+	}
+	st := summarize(t.Completed, t.Steady, cfg.SLO)
+	t.Point = st.point
+	t.Point.Concurrency = math.Round(t.InFlight*1e3) / 1e3
+	t.TTFTAtQuantile, t.TPOTAtQuantile, t.Errors = st.ttftQ, st.tpotQ, st.errors
+
+	q := quantileLabel(cfg.SLO.Quantile)
+	w := windowedSLO(ttft, tpot, cfg.SLO, cfg.SLOWindow, from, to, cfg.Tick)
+	t.Ticks, t.Judged = w.ticks, w.judged
+	switch {
+	case t.Capped:
+		t.Breach = fmt.Sprintf("%d requests outstanding (the cap) after %s", cfg.MaxOutstanding, t.CappedAfter.Round(time.Millisecond))
+	case t.Steady <= 0:
+		t.Breach = "the steady part never started"
+	case !knee.KeptSLO(ttft, tpot, cfg.SLO, cfg.SLOWindow, from, to, cfg.Tick):
+		t.Breach = w.describe(q, cfg.SLO, from)
+	case t.Point.ErrorRate > MaxErrorRate:
+		t.Breach = fmt.Sprintf("%.1f%% errors", 100*t.Point.ErrorRate)
+	case t.Point.Requests == 0:
+		t.Breach = "no request completed in the steady part"
+	}
+	t.Kept = t.Breach == ""
+	t.Point.MeetsSLO = t.Kept
+}
+
+// overlap is how much of [a, b] lies inside [from, to].
+func overlap(a, b, from, to time.Time) time.Duration {
+	lo, hi := a, b
+	if lo.Before(from) {
+		lo = from
+	}
+	if hi.After(to) {
+		hi = to
+	}
+	return max(0, hi.Sub(lo))
+}

@@ -1,0 +1,71 @@
+package sweep
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// latencyEvents are a trial's TTFT events, stamped at each first token
+// (including requests cut off at the trial's end after their first token),
+// and TPOT events, stamped at each successful end, both in time order as
+// knee.WindowedQuantile needs them.
+func latencyEvents(reqs []*sentRequest) (ttft, tpot []knee.LatencyEvent) {
+	for _, r := range reqs {
+		res := r.res
+		if res.TTFT > 0 {
+			ttft = append(ttft, knee.LatencyEvent{At: res.Start.Add(res.TTFT), Seconds: res.TTFT.Seconds()})
+		}
+		if d, ok := res.TPOT(); ok {
+			tpot = append(tpot, knee.LatencyEvent{At: res.Start.Add(res.E2E), Seconds: d.Seconds()})
+		}
+	}
+	byTime := func(a, b knee.LatencyEvent) int { return a.At.Compare(b.At) }
+	slices.SortStableFunc(ttft, byTime)
+	slices.SortStableFunc(tpot, byTime)
+	return ttft, tpot
+}
+
+// windowedVerdict is the windowed SLO walked tick by tick: how many ticks
+// could be judged and the first breach, for saying why a trial failed.
+// The verdict itself is knee.KeptSLO's; this walks the same windows.
+type windowedVerdict struct {
+	ticks, judged int
+	breached      bool
+	at            time.Time
+	ttft, tpot    float64 // the windowed percentiles at the first breach
+}
+
+func windowedSLO(ttft, tpot []knee.LatencyEvent, slo knee.SLO, width time.Duration, from, to time.Time, step time.Duration) windowedVerdict {
+	tw := &knee.WindowedQuantile{Events: ttft, Width: width, Q: slo.Quantile}
+	pw := &knee.WindowedQuantile{Events: tpot, Width: width, Q: slo.Quantile}
+	var v windowedVerdict
+	for at := from; !at.After(to); at = at.Add(step) {
+		v.ticks++
+		p, q := tw.At(at), pw.At(at)
+		if knee.Known(p) && knee.Known(q) {
+			v.judged++
+		}
+		if !v.breached && knee.SLOBreachedAt(tw, pw, slo, at) {
+			v.breached, v.at, v.ttft, v.tpot = true, at, p, q
+		}
+	}
+	return v
+}
+
+// describe says which percentile broke first, and when in the steady part.
+func (v windowedVerdict) describe(q string, slo knee.SLO, from time.Time) string {
+	var why []string
+	if knee.Known(v.ttft) && v.ttft > slo.TTFT.Seconds() {
+		why = append(why, fmt.Sprintf("%s TTFT %s > %s", q, seconds(v.ttft), slo.TTFT))
+	}
+	if knee.Known(v.tpot) && v.tpot > slo.TPOT.Seconds() {
+		why = append(why, fmt.Sprintf("%s TPOT %s > %s", q, seconds(v.tpot), slo.TPOT))
+	}
+	return cmp.Or(strings.Join(why, " and "), "windowed SLO breached") +
+		fmt.Sprintf(" at %s into the steady part", v.at.Sub(from).Round(time.Millisecond))
+}
