@@ -47,6 +47,8 @@ type OpenLoopLevel struct {
 	// GoodShare is the share of the steady part's finished requests that
 	// met both thresholds (a single-token request is judged on TTFT).
 	GoodShare float64
+	// Window lists the requests that finished in the steady part.
+	Window []*Request
 	// TTFT events are stamped at each request's first token, TPOT events at
 	// its end (single-token requests have none); both in time order, over
 	// the whole trial, warmup included.
@@ -98,8 +100,7 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 	var (
 		nextArrival = openLoopEpoch.Add(gap())
 		nextID      uint64
-		window      []*Request // finished in the steady part
-		tokens      int        // output tokens produced in the steady part
+		tokens      int // output tokens produced in the steady part
 		preemptions int
 	)
 	arrive := func() error {
@@ -168,15 +169,15 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 		if now.After(lv.SteadyFrom) && !now.After(lv.End) {
 			tokens += len(res.Tokens)
 			preemptions += len(res.Preempted)
-			window = append(window, res.Finished...)
+			lv.Window = append(lv.Window, res.Finished...)
 		}
 	}
 	acc.advance(lv.End)
 
 	lv.KeptSLO = knee.KeptSLO(lv.TTFT, lv.TPOT, cfg.SLO, ol.SLOWindow, lv.SteadyFrom.Add(ol.Tick), lv.End, ol.Tick)
 	sec := ol.Steady.Seconds()
-	lv.GoodShare = goodShare(window, cfg.SLO)
-	pt := summarize(window, float64(tokens)/sec, sec, cfg.SLO)
+	lv.GoodShare = goodShare(lv.Window, cfg.SLO)
+	pt := summarize(lv.Window, float64(tokens)/sec, sec, cfg.SLO)
 	pt.Concurrency = math.Round(acc.inFlight/sec*1e3) / 1e3
 	pt.GoodputTokensPerSecond = pt.OutputTokensPerSecond * lv.GoodShare
 	pt.KVCacheUsage = min(acc.kvArea/sec, 1)

@@ -53,7 +53,7 @@ func findPoissonKnee(ctx context.Context, cfg KneeConfig, ol OpenLoopConfig, clo
 		return closed, err
 	}
 	if !best.KeptSLO {
-		return closed, fmt.Errorf("%w: the %s workload breaks it at %g requests/s (%g× the closed-loop knee's %g requests/s at concurrency %g); "+
+		return closed, fmt.Errorf("%w: workload %s at %g requests/s (%g× the closed-loop knee's %g requests/s at concurrency %g); "+
 			"lower the open-loop low bound or loosen the SLO", ErrOpenLoopSLOUnreachable, workloadName(closed), best.Rate, lo, closedRate, closed.Knee.Concurrency)
 	}
 	top, err := trial(hi)

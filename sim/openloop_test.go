@@ -1,0 +1,307 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/workload"
+)
+
+// poissonChatSLO is the chat SLO of the poisson ground-truth tests (and of
+// docs/simulator.md's example): tight enough on TPOT that the 8B/H100
+// closed-loop knee lies well inside the sweep.
+var poissonChatSLO = knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(25 * time.Millisecond), Quantile: 0.99}
+
+// shortOpenLoop keeps a poisson search cheap where the test is not about
+// the figures of a full-length run.
+var shortOpenLoop = OpenLoopConfig{Warmup: time.Minute, Steady: 3 * time.Minute, Steps: 2}
+
+func kneeConfig(t *testing.T, presetName, wl string, slo knee.SLO, speed float64, maxC int) KneeConfig {
+	t.Helper()
+	p, err := LoadPreset(presetName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := workload.Resolve(wl, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return KneeConfig{Engine: Config{Preset: p, Speed: speed}, Workload: g, SLO: slo, MaxConcurrency: maxC, Seed: 1, Clock: fixedClock}
+}
+
+func poissonKnee(t *testing.T, cfg KneeConfig) knee.Profile {
+	t.Helper()
+	cfg.Arrivals = knee.ArrivalsPoisson
+	prof, err := FindKnee(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prof.Validate(); err != nil {
+		t.Fatalf("the poisson profile does not validate:\n%v", err)
+	}
+	return prof
+}
+
+// trialAt reruns the search's trial at rate, as FindKnee ran it.
+func trialAt(t *testing.T, cfg KneeConfig, rate float64) OpenLoopLevel {
+	t.Helper()
+	lv, err := RunOpenLoop(context.Background(), OpenLoopLevelConfig{
+		Engine: cfg.Engine, Workload: cfg.Workload, Rate: rate, SLO: cfg.SLO, Seed: cfg.Seed, OpenLoop: cfg.OpenLoop,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lv
+}
+
+func TestPoissonKneeLiesBelowTheClosedLoopKneeAndKeepsTheSLOOnlyUpToIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a closed-loop search and eight 25-minute poisson trials (about seven seconds)")
+	}
+	cfg := kneeConfig(t, "llama-3.1-8b-h100", "chat", poissonChatSLO, 1, 256)
+	closed, err := FindKnee(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := poissonKnee(t, cfg)
+	k := prof.Knee
+	closedRate := pointAt(t, closed, closed.Knee.Concurrency).RequestsPerSecond
+	t.Logf("closed-loop knee c=%g at %.3f req/s; poisson knee %.3f in flight at %.3f req/s (%.3f×), %.0f tok/s, goodput %.0f; rates %v",
+		closed.Knee.Concurrency, closedRate, k.Concurrency, k.RequestsPerSecond, k.RequestsPerSecond/closedRate,
+		k.OutputTokensPerSecond, k.GoodputTokensPerSecond, prof.Sweep.RateLevels)
+
+	// The curve kneewatch reads throughput on stays the closed-loop one.
+	if diff := cmp.Diff(closed.Points, prof.Points); diff != "" {
+		t.Errorf("points differ from the closed-loop search's (-closed +poisson):\n%s", diff)
+	}
+	if diff := cmp.Diff(closed.Sweep.Levels, prof.Sweep.Levels); diff != "" {
+		t.Errorf("levels differ from the closed-loop search's (-closed +poisson):\n%s", diff)
+	}
+	if k.Arrivals != knee.ArrivalsPoisson || k.ClosedLoopConcurrency != closed.Knee.Concurrency {
+		t.Errorf("knee says arrivals %q, closed-loop knee %g; want poisson, %g", k.Arrivals, k.ClosedLoopConcurrency, closed.Knee.Concurrency)
+	}
+	// Poisson bunching costs load: fewer requests in flight and a lower rate.
+	if !(k.Concurrency < closed.Knee.Concurrency) || !(k.RequestsPerSecond < closedRate) {
+		t.Errorf("poisson knee %g in flight at %g req/s is not below the closed-loop knee %g at %g req/s",
+			k.Concurrency, k.RequestsPerSecond, closed.Knee.Concurrency, closedRate)
+	}
+	// The bisection starts at 0.2× and 1× the closed-loop rate, then halves six times.
+	rates := prof.Sweep.RateLevels
+	if len(rates) != 8 || rates[0] != math.Round(0.2*closedRate*1e6)/1e6 || rates[1] != closedRate || !slices.Contains(rates, k.RequestsPerSecond) {
+		t.Errorf("rate levels %v: want 8, starting %g and %g, holding the knee's %g", rates, 0.2*closedRate, closedRate, k.RequestsPerSecond)
+	}
+
+	// The knee's rate keeps the SLO in every window and the trial reproduces
+	// the knee's figures; 15% more breaks it.
+	at := trialAt(t, cfg, k.RequestsPerSecond)
+	if !at.KeptSLO {
+		t.Errorf("a steady poisson run at the knee's %g req/s breaks the SLO", k.RequestsPerSecond)
+	}
+	want := knee.Knee{Concurrency: at.Point.Concurrency, OutputTokensPerSecond: at.Point.OutputTokensPerSecond,
+		GoodputTokensPerSecond: at.Point.GoodputTokensPerSecond, KVCacheUsage: at.Point.KVCacheUsage,
+		LimitingResource: knee.ResourceCompute, Arrivals: knee.ArrivalsPoisson, RequestsPerSecond: k.RequestsPerSecond,
+		ClosedLoopConcurrency: closed.Knee.Concurrency}
+	if diff := cmp.Diff(want, k); diff != "" {
+		t.Errorf("knee differs from a rerun of its trial (-trial +knee):\n%s", diff)
+	}
+	if over := trialAt(t, cfg, 1.15*k.RequestsPerSecond); over.KeptSLO {
+		t.Errorf("a steady poisson run at 1.15× the knee (%g req/s) keeps the SLO: %+v", 1.15*k.RequestsPerSecond, over.Point)
+	}
+}
+
+func TestPoissonKneeIsDeterministic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two closed-loop searches and eight short poisson trials (about two seconds)")
+	}
+	cfg := kneeConfig(t, "llama-3.1-8b-h100", "chat", poissonChatSLO, 1, 256)
+	cfg.OpenLoop = shortOpenLoop
+	first, second := poissonKnee(t, cfg), poissonKnee(t, cfg)
+	if diff := cmp.Diff(first, second); diff != "" {
+		t.Fatalf("same inputs, different profiles (-first +second):\n%s", diff)
+	}
+	if len(first.Sweep.RateLevels) != 4 {
+		t.Errorf("low, 1× and two halvings should make 4 rate levels, got %v", first.Sweep.RateLevels)
+	}
+}
+
+func TestOpenLoopTrialMeasuresTheSteadyPart(t *testing.T) {
+	cfg := kneeConfig(t, "llama-3.1-8b-h100", "chat", poissonChatSLO, 1, 256)
+	cfg.OpenLoop = OpenLoopConfig{Warmup: time.Minute, Steady: 3 * time.Minute}
+	const rate = 25.0
+	lv := trialAt(t, cfg, rate)
+	pt, sec := lv.Point, (3 * time.Minute).Seconds()
+	t.Logf("%g req/s: %g in flight (%g running, %g waiting), %g tok/s, KV %g, kept %v", rate, pt.Concurrency, pt.Running, pt.Waiting,
+		pt.OutputTokensPerSecond, pt.KVCacheUsage, lv.KeptSLO)
+
+	if got := float64(lv.Arrived) / (4 * time.Minute).Seconds(); math.Abs(got/rate-1) > 0.05 {
+		t.Errorf("%d arrivals in 4 minutes is %.2f req/s, want about %g", lv.Arrived, got, rate)
+	}
+	// Little's law: mean in flight = completion rate × mean time in the
+	// system, up to the requests straddling the steady part's edges.
+	var e2e float64
+	for _, r := range lv.Window {
+		e2e += r.E2E().Seconds()
+	}
+	little := float64(len(lv.Window)) / sec * e2e / float64(len(lv.Window))
+	if math.Abs(pt.Concurrency/little-1) > 0.03 {
+		t.Errorf("mean in flight %g, Little's law says %g", pt.Concurrency, little)
+	}
+	if math.Abs(pt.Running+pt.Waiting-pt.Concurrency) > 1e-3 {
+		t.Errorf("running %g + waiting %g ≠ in flight %g", pt.Running, pt.Waiting, pt.Concurrency)
+	}
+	var generated int
+	for _, r := range lv.Window {
+		generated += r.Generated
+	}
+	if got := float64(generated) / sec; math.Abs(pt.OutputTokensPerSecond/got-1) > 0.05 {
+		t.Errorf("%g output tokens/s, the finished requests generated %g/s", pt.OutputTokensPerSecond, got)
+	}
+	if want := math.Round(pt.OutputTokensPerSecond*lv.GoodShare*1e3) / 1e3; math.Abs(pt.GoodputTokensPerSecond-want) > 2e-3 || lv.GoodShare <= 0 || lv.GoodShare > 1 {
+		t.Errorf("goodput %g, want throughput × good share %g = %g", pt.GoodputTokensPerSecond, lv.GoodShare, want)
+	}
+	if !(pt.KVCacheUsage > 0 && pt.KVCacheUsage < 1) || pt.Requests != len(lv.Window) || pt.MeetsSLO != lv.KeptSLO {
+		t.Errorf("point %+v does not describe the window of %d requests", pt, len(lv.Window))
+	}
+
+	// Latency events are in time order; TPOT is stamped at each request's
+	// end, so the steady part's TPOT events are its multi-token requests.
+	byTime := func(a, b knee.LatencyEvent) int { return a.At.Compare(b.At) }
+	if !slices.IsSortedFunc(lv.TTFT, byTime) || !slices.IsSortedFunc(lv.TPOT, byTime) {
+		t.Error("latency events are not in time order")
+	}
+	inSteady := 0
+	for _, ev := range lv.TPOT {
+		if ev.At.After(lv.SteadyFrom) && !ev.At.After(lv.End) {
+			inSteady++
+		}
+	}
+	multi := 0
+	for _, r := range lv.Window {
+		if r.Generated > 1 {
+			multi++
+		}
+	}
+	if inSteady != multi || multi == 0 {
+		t.Errorf("%d TPOT events in the steady part, %d multi-token requests finished in it", inSteady, multi)
+	}
+	if len(lv.TTFT) < lv.Arrived-int(3*pt.Concurrency) {
+		t.Errorf("%d TTFT events for %d arrivals", len(lv.TTFT), lv.Arrived)
+	}
+
+	// A trial depends on its rate and seed only.
+	again := trialAt(t, cfg, rate)
+	if diff := cmp.Diff(lv.Point, again.Point); diff != "" {
+		t.Errorf("the same trial twice gives different points (-first +second):\n%s", diff)
+	}
+}
+
+func TestPoissonKneeBelowOneRequestInFlightIsPutOnTheCurve(t *testing.T) {
+	// 8B on an L4, ten times faster, with an SLO that only concurrency 1–2
+	// meets: the poisson knee rate leaves the replica mostly idle.
+	slo := knee.SLO{TTFT: knee.Duration(70 * time.Millisecond), TPOT: knee.Duration(7 * time.Millisecond), Quantile: 0.99}
+	cfg := kneeConfig(t, "llama-3.1-8b-l4", "chat", slo, 10, 2)
+	cfg.OpenLoop = OpenLoopConfig{Warmup: time.Minute, Steady: 5 * time.Minute}
+	var logs bytes.Buffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	prof := poissonKnee(t, cfg)
+	inFlight := trialAt(t, cfg, prof.Knee.RequestsPerSecond).Point.Concurrency
+	if !(inFlight < 1) || prof.Knee.Concurrency != 1 {
+		t.Fatalf("in flight %g at the knee's %g req/s, knee concurrency %g; want under 1 moved to the first point, 1",
+			inFlight, prof.Knee.RequestsPerSecond, prof.Knee.Concurrency)
+	}
+	if want := "lie outside the closed-loop curve; the knee is put at its nearest end"; !strings.Contains(logs.String(), want) {
+		t.Errorf("log %q does not explain the move (%q)", logs.String(), want)
+	}
+}
+
+func TestPoissonKneeSaysWhenEvenTheLowRateBreaksTheSLO(t *testing.T) {
+	cfg := kneeConfig(t, "llama-3.1-8b-h100", "chat", poissonChatSLO, 1, 256)
+	cfg.Arrivals = knee.ArrivalsPoisson
+	cfg.OpenLoop = OpenLoopConfig{Warmup: time.Minute, Steady: 4 * time.Minute, Low: 0.95}
+	prof, err := FindKnee(context.Background(), cfg)
+	if !errors.Is(err, ErrOpenLoopSLOUnreachable) {
+		t.Fatalf("got %v, want ErrOpenLoopSLOUnreachable", err)
+	}
+	want := "the SLO breaks under Poisson arrivals even at the lowest rate tried: workload chat at 33.15785 requests/s " +
+		"(0.95× the closed-loop knee's 34.903 requests/s at concurrency 132); lower the open-loop low bound or loosen the SLO"
+	if err.Error() != want {
+		t.Errorf("error:\n got %s\nwant %s", err, want)
+	}
+	if prof.Knee.Concurrency != 132 || prof.Knee.Arrivals != "" {
+		t.Errorf("want the closed-loop profile with the error, got knee %+v", prof.Knee)
+	}
+}
+
+func TestFindKneeRejectsBadOpenLoopConfig(t *testing.T) {
+	tests := []struct {
+		name     string
+		arrivals knee.Arrivals
+		ol       OpenLoopConfig
+		want     string
+	}{
+		{"low at 1", knee.ArrivalsPoisson, OpenLoopConfig{Low: 1},
+			"open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default 0.2), got 1"},
+		{"low negative", knee.ArrivalsPoisson, OpenLoopConfig{Low: -0.1},
+			"open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default 0.2), got -0.1"},
+		{"low not a number", knee.ArrivalsPoisson, OpenLoopConfig{Low: math.NaN()},
+			"open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default 0.2), got NaN"},
+		{"negative steps", knee.ArrivalsPoisson, OpenLoopConfig{Steps: -1}, "open loop: steps must be ≥ 0 (0 = default 6), got -1"},
+		{"negative warmup", knee.ArrivalsPoisson, OpenLoopConfig{Warmup: -time.Minute}, "open loop: warmup must be ≥ 0 (0 = default), got -1m0s"},
+		{"negative steady part", knee.ArrivalsPoisson, OpenLoopConfig{Steady: -time.Second}, "open loop: steady must be ≥ 0 (0 = default), got -1s"},
+		{"negative tick", knee.ArrivalsPoisson, OpenLoopConfig{Tick: -time.Second}, "open loop: tick must be ≥ 0 (0 = default), got -1s"},
+		{"negative SLO window", knee.ArrivalsPoisson, OpenLoopConfig{SLOWindow: -time.Second}, "open loop: SLO window must be ≥ 0 (0 = default), got -1s"},
+		{"tick longer than the steady part", knee.ArrivalsPoisson, OpenLoopConfig{Steady: time.Second},
+			"open loop: tick 5s is longer than the steady part 1s, so the SLO would never be judged"},
+		{"unknown arrivals", "open", OpenLoopConfig{}, `unknown arrivals "open" (known: closed-loop, poisson)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := kneeConfig(t, "llama-3.1-8b-h100", "chat", poissonChatSLO, 1, 256)
+			cfg.Arrivals, cfg.OpenLoop = tt.arrivals, tt.ol
+			_, err := FindKnee(context.Background(), cfg)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("got %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRunOpenLoopRejectsABadRate(t *testing.T) {
+	cfg := kneeConfig(t, "llama-3.1-8b-h100", "chat", poissonChatSLO, 1, 256)
+	for _, rate := range []float64{0, -1, math.Inf(1), math.NaN()} {
+		_, err := RunOpenLoop(context.Background(), OpenLoopLevelConfig{Engine: cfg.Engine, Workload: cfg.Workload, Rate: rate, SLO: cfg.SLO})
+		if want := "open loop: the arrival rate must be a finite number > 0 requests/s, got "; err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("rate %v: got %v, want %q…", rate, err, want)
+		}
+	}
+}
+
+func TestClosedLoopIsTheDefaultArrivals(t *testing.T) {
+	cfg := kneeConfig(t, "llama-3.1-8b-h100", "chat", chatSLO, 1, 32)
+	byDefault, err := FindKnee(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Arrivals = knee.ArrivalsClosedLoop
+	cfg.OpenLoop = OpenLoopConfig{Low: 0.5} // ignored closed-loop
+	explicit, err := FindKnee(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(byDefault, explicit); diff != "" {
+		t.Errorf("explicit closed-loop differs from the default (-default +explicit):\n%s", diff)
+	}
+	if byDefault.Knee.Arrivals != "" || byDefault.Knee.RequestsPerSecond != 0 || byDefault.Sweep.RateLevels != nil {
+		t.Errorf("a closed-loop knee carries poisson fields: %+v, rate levels %v", byDefault.Knee, byDefault.Sweep.RateLevels)
+	}
+}
