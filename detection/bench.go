@@ -25,10 +25,10 @@ type Options struct {
 	// PageVariants are what-ifs: kneewatch's page generated with other
 	// thresholds, scored beside the shipped defaults.
 	PageVariants []PageVariant
-	// OpenLoopWhatIf also measures each deployment's knee under Poisson
-	// arrivals and runs a second kneewatch, given that knee, on the same
-	// scrapes (see OpenLoopKnee).
-	OpenLoopWhatIf bool
+	// ClosedLoopWhatIf also runs a second kneewatch on the same scrapes,
+	// given the closed-loop knee of the same sweep instead of the Poisson
+	// one (see kneeFinder.profile).
+	ClosedLoopWhatIf bool
 	// Seed makes the run reproducible (default 1).
 	Seed   uint64
 	Logger *slog.Logger
@@ -78,7 +78,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	started := time.Now()
 	engine := newEngine()
 	defer engine.Close()
-	knees := newKneeFinder(o.Seed)
+	knees := newKneeFinder(o)
 	rep := &Report{Options: o}
 	for i := range o.Scenarios {
 		sc := &o.Scenarios[i]

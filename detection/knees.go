@@ -19,17 +19,19 @@ type kneeKey struct {
 	slo                   knee.SLO
 }
 
-// kneeFinder measures true knees with sim.FindKnee (closed loop, virtual
-// time) and remembers them, so scenarios sharing a deployment and
-// conditions measure each knee once.
+// kneeFinder measures true knees in virtual time and remembers them, so
+// scenarios sharing a deployment and conditions measure each knee once:
+// closed-loop ones with sim.FindKnee, and from them the knee under Poisson
+// arrivals, which is the truth (see poissonProfile).
 type kneeFinder struct {
-	seed  uint64
-	cache map[kneeKey]knee.Profile
-	open  map[kneeKey]OpenLoopKnee
+	seed    uint64
+	closed  map[kneeKey]knee.Profile
+	poisson map[kneeKey]knee.Profile
+	opts    Options
 }
 
-func newKneeFinder(seed uint64) *kneeFinder {
-	return &kneeFinder{seed: seed, cache: map[kneeKey]knee.Profile{}, open: map[kneeKey]OpenLoopKnee{}}
+func newKneeFinder(o Options) *kneeFinder {
+	return &kneeFinder{seed: o.Seed, closed: map[kneeKey]knee.Profile{}, poisson: map[kneeKey]knee.Profile{}, opts: o}
 }
 
 // blendRecords is how many requests a blended mix's trace holds: enough that
@@ -37,14 +39,20 @@ func newKneeFinder(seed uint64) *kneeFinder {
 // whose share of the alternative mix is within a few percent of the target.
 const blendRecords = 8000
 
-// profile measures the knee of dep's replica when a share of its traffic
-// comes from alt and its GPU is slowed down by slowdown.
-func (k *kneeFinder) profile(ctx context.Context, dep Deployment, alt string, share, slowdown float64) (knee.Profile, error) {
+// key names a set of conditions.
+func (k *kneeFinder) key(dep Deployment, alt string, share, slowdown float64) kneeKey {
 	if alt == "" || share <= 0 {
 		alt, share = "", 0
 	}
-	key := kneeKey{preset: dep.Preset, workload: dep.Workload, alt: alt, share: share, slowdown: slowdown, slo: dep.SLO}
-	if p, ok := k.cache[key]; ok {
+	return kneeKey{preset: dep.Preset, workload: dep.Workload, alt: alt, share: share, slowdown: slowdown, slo: dep.SLO}
+}
+
+// closedLoop measures the closed-loop knee of dep's replica when a share of
+// its traffic comes from alt and its GPU is slowed down by slowdown.
+func (k *kneeFinder) closedLoop(ctx context.Context, dep Deployment, alt string, share, slowdown float64) (knee.Profile, error) {
+	key := k.key(dep, alt, share, slowdown)
+	alt, share = key.alt, key.share
+	if p, ok := k.closed[key]; ok {
 		return p, nil
 	}
 	preset, err := sim.LoadPreset(dep.Preset)
@@ -65,9 +73,9 @@ func (k *kneeFinder) profile(ctx context.Context, dep Deployment, alt string, sh
 		MaxConcurrency: preset.MaxNumSeqs,
 	})
 	if err != nil {
-		return knee.Profile{}, fmt.Errorf("true knee of %s/%s (%.0f%% %s, slowdown %.2f): %w", dep.Preset, dep.Workload, 100*share, alt, slowdown, err)
+		return knee.Profile{}, fmt.Errorf("closed-loop knee of %s/%s (%.0f%% %s, slowdown %.2f): %w", dep.Preset, dep.Workload, 100*share, alt, slowdown, err)
 	}
-	k.cache[key] = p
+	k.closed[key] = p
 	return p, nil
 }
 
@@ -110,7 +118,7 @@ type kneeGrid struct {
 	knees             [][]float64 // [share][slowdown]
 }
 
-func (k *kneeFinder) grid(ctx context.Context, sc *Scenario, o Options) (*kneeGrid, error) {
+func (k *kneeFinder) grid(ctx context.Context, sc *Scenario) (*kneeGrid, error) {
 	g := &kneeGrid{shares: []float64{0}, slowdowns: []float64{1}}
 	if sc.AltWorkload != "" {
 		maxShare := 0.0
@@ -132,11 +140,11 @@ func (k *kneeFinder) grid(ctx context.Context, sc *Scenario, o Options) (*kneeGr
 	for _, share := range g.shares {
 		row := make([]float64, len(g.slowdowns))
 		for j, f := range g.slowdowns {
-			ok, err := k.openLoopKnee(ctx, sc.Deployment, sc.AltWorkload, share, f, o)
+			p, err := k.profile(ctx, sc.Deployment, sc.AltWorkload, share, f)
 			if err != nil {
 				return nil, err
 			}
-			row[j] = ok.InFlight
+			row[j] = p.Knee.Concurrency
 		}
 		g.knees = append(g.knees, row)
 	}

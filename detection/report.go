@@ -42,7 +42,7 @@ func (r *Report) Markdown(w io.Writer, command string) error {
 	r.detailTable(p)
 	r.headroomTable(p)
 	r.variantTable(p)
-	r.openLoopTable(p)
+	r.closedLoopTable(p)
 	r.method(p)
 	return b.Flush()
 }

@@ -2,52 +2,42 @@ package detection
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/kneewatch/kneewatch/rules"
 )
 
 // findings states what the numbers show, each computed from the results.
 func (r *Report) findings(p func(string, ...any)) {
 	p("## What the numbers show\n\n")
-	// Where the SLO broke, in closed-loop headroom.
+	if knees := r.poissonKnees(); len(knees) > 0 {
+		p("- **A closed-loop knee overstates what open traffic can be given.** The largest steady Poisson load that\n")
+		p("  kept the SLO: %s. Poisson arrivals bunch up: several prefills land in one engine step, the in-flight\n", strings.Join(knees, "; "))
+		p("  count swings around its mean, and the TPOT and TTFT tails of a p99 SLO feel that well before the mean\n")
+		p("  load reaches the closed-loop knee. kneewatch is given the Poisson knee, as `kneewatch sweep --arrivals\n")
+		p("  poisson` measures it, and the truth is judged against it.\n")
+	}
+	if loss, late, quiet, ok := r.closedLoopLoss(); ok {
+		p("- **Given the closed-loop knee instead, the shipped page comes %s later** (median over the breaches),\n", human(loss.Round(time.Second)))
+		p("  after the breach began or not at all in %d of %d breaches, ", late, r.breachCount())
+		if quiet {
+			p("and still quiet in the safe scenarios (closed-loop what-if table).\n")
+		} else {
+			p("and it pages in a safe scenario (closed-loop what-if table).\n")
+		}
+	}
+	// Where the SLO broke, in true headroom.
 	var at []string
-	lo, hi := math.Inf(1), math.Inf(-1)
-	early := 0
 	for _, res := range r.Results {
 		for _, b := range res.Breaches {
-			h := res.Truth[res.truthIndex(b.Start)].Headroom
-			at = append(at, fmt.Sprintf("%d: %.2f", res.Scenario.ID, h))
-			lo, hi = min(lo, h), max(hi, h)
-			if h > 0.05 {
-				early++
-			}
+			at = append(at, fmt.Sprintf("%d: %.2f", res.Scenario.ID, res.Truth[res.truthIndex(b.Start)].Headroom))
 		}
 	}
 	if len(at) > 0 {
-		p("- **Open-loop traffic broke the SLO before the closed-loop knee in %d of %d breaches.** The true headroom (to the knee\n", early, len(at))
-		p("  `sim.FindKnee` measures with a fixed number of clients) when each breach began: %s. Poisson\n", strings.Join(at, "; "))
-		p("  arrivals bunch up: several prefills land in one engine step, the in-flight count swings around its mean,\n")
-		p("  and the TPOT and TTFT tails of a p99 SLO feel that long before the mean load reaches the knee. A\n")
-		p("  headroom accurate against the closed-loop knee (see the error table) therefore still reads %.0f%%–%.0f%%\n", 100*max(lo, 0), 100*hi)
-		p("  at the moment the SLO breaks, which is why the shipped page arms its trend branch that high (%s).",
-			pageText(rules.DefaultOptions().HeadroomExhausted))
-		if knees := r.openLoopKnees(); len(knees) > 0 {
-			p(" The largest steady Poisson load that kept the SLO (see the last what-if): %s.", strings.Join(knees, "; "))
-		}
-		p("\n")
-	}
-	if gain, quiet, ok := r.openLoopGain(); ok {
-		p("- **Given a knee measured with open-loop traffic, the shipped page moves %s earlier** (median over the\n", human(gain.Round(time.Second)))
-		if quiet {
-			p("  breaches) and still never pages in the safe scenarios; its headroom then reads lower than the closed-loop\n")
-		} else {
-			p("  breaches) but pages in a safe scenario; its headroom then reads lower than the closed-loop\n")
-		}
-		p("  truth by design (error columns of that table).\n")
+		p("- **On a ramp the SLO breaks after the knee is crossed.** The true headroom when each breach began:\n")
+		p("  %s. The knee is the load a replica holds for %s without a window breaking; a ramp passes it\n", strings.Join(at, "; "), human(poissonSteady))
+		p("  before the queue it starts building pushes a %s percentile over the threshold, longest at the\n", human(r.Options.SLOWindow))
+		p("  low request rates of long contexts.\n")
 	}
 	// The page against the burn rate, breach by breach.
 	var ahead, compared []string
@@ -151,4 +141,13 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// breachCount is the number of breaches over all scenarios.
+func (r *Report) breachCount() int {
+	n := 0
+	for _, res := range r.Results {
+		n += len(res.Breaches)
+	}
+	return n
 }

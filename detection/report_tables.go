@@ -16,10 +16,10 @@ func sloText(s knee.SLO) string {
 func (r *Report) scenarioTable(p func(string, ...any)) {
 	p("## Scenarios\n\n")
 	p("Every replica is the simulator's `%s` preset (Llama-3.1-8B on one H100). Load is the open-loop arrival\n", chatDeployment.Preset)
-	p("rate as a multiple of the request rate the profile's knee sustains. \"Knee\" is the true knee under nominal\n")
-	p("conditions (`sim.FindKnee`, closed loop), which is also the profile kneewatch is given; \"true headroom at\n")
-	p("breach\" is 1 − load ÷ the true knee for the conditions of that moment.\n\n")
-	p("| # | scenario | what happens | workload, SLO | knee (req/s) | breaches | true / kneewatch headroom at breach |\n")
+	p("rate as a multiple of the knee's rate. \"Knee\" is the true knee under nominal conditions, measured with\n")
+	p("Poisson arrivals (see Method): mean requests in flight and arrival rate. It is also the profile kneewatch is\n")
+	p("given; \"true headroom at breach\" is 1 − load ÷ the true knee for the conditions of that moment.\n\n")
+	p("| # | scenario | what happens | workload, SLO | knee: in flight (req/s) | breaches | true / kneewatch headroom at breach |\n")
 	p("|---|---|---|---|---|---|---|\n")
 	for _, res := range r.Results {
 		sc := res.Scenario
@@ -32,7 +32,7 @@ func (r *Report) scenarioTable(p func(string, ...any)) {
 		if len(breaches) == 0 {
 			breaches, at = []string{"none"}, []string{"—"}
 		}
-		p("| %d | %s | %s | %s, %s | %.0f (%.2f) | %s | %s |\n", sc.ID, sc.Name, sc.Description, sc.Deployment.Workload,
+		p("| %d | %s | %s | %s, %s | %.1f (%.2f) | %s | %s |\n", sc.ID, sc.Name, sc.Description, sc.Deployment.Workload,
 			sloText(sc.Deployment.SLO), res.Profile.Knee.Concurrency, res.KneeRate, strings.Join(breaches, ", "), strings.Join(at, ", "))
 	}
 	p("\n")
@@ -125,8 +125,12 @@ func (r *Report) method(p func(string, ...any)) {
 	p("  holds fewer than %d requests it reaches back to the last %d (up to %s). Breached scrapes less than %s\n",
 		knee.MinWindowRequests, knee.MinWindowRequests, human(knee.MaxWindowStretch), human(breachMergeGap))
 	p("  apart are one breach. True headroom is 1 − load ÷ the true knee, load being the exact mean of running +\n")
-	p("  waiting requests over the last %s, the knee `sim.FindKnee`'s for the conditions of the moment (measured\n", human(o.Window))
-	p("  on a grid of slowdowns and mix shares and interpolated in 1/knee).\n")
+	p("  waiting requests over the last %s, the knee the one for the conditions of the moment (measured on a\n", human(o.Window))
+	p("  grid of slowdowns and mix shares and interpolated in 1/knee).\n")
+	p("- **True knee.** Measured the way the traffic arrives: the largest steady Poisson load that kept both SLO\n")
+	p("  percentiles, judged as breaches are, at every scrape of a %s run after %s of warm-up, bisected\n", human(poissonSteady), human(poissonWarmup))
+	p("  between %.1f× and 1× the closed-loop knee's rate to %d halvings; its concurrency is the mean in-flight\n", poissonLow, poissonSteps)
+	p("  requests at that load. The closed-loop knee comes from `sim.FindKnee` (fixed clients, virtual time).\n")
 	p("- **Scoring.** A page counts for a breach when it starts at most %s before the breach begins or while it\n", human(leadHorizon))
 	p("  lasts; its lead is the breach's start minus the page's. Any other page is false.\n")
 	p("- **Rules.** Evaluated every %s in order, recording rules writing their output back before the alerts read\n", human(o.EvalInterval))

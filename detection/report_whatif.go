@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
 )
 
 func (r *Report) variantTable(p func(string, ...any)) {
@@ -58,63 +60,76 @@ func (r *Report) quietVariants() []string {
 	return out
 }
 
-func (r *Report) openLoopTable(p func(string, ...any)) {
-	if len(r.Results) == 0 || r.Results[0].OpenLoop == nil {
+func (r *Report) closedLoopTable(p func(string, ...any)) {
+	if len(r.Results) == 0 || r.Results[0].ClosedLoop == nil {
 		return
 	}
-	p("## What-if: the knee measured with open-loop traffic\n\n")
-	p("`sim.FindKnee` (like `kneewatch sweep`, vllm bench's `--max-concurrency` and GuideLLM's concurrent mode)\n")
-	p("measures the knee with a fixed number of clients, each sending when its last request ends. For each\n")
-	p("deployment the bench also bisected the largest steady Poisson load that kept the SLO at every scrape of a\n")
-	p("%s run (after %s of warm-up; %d halvings from %.1f× to 1× the knee rate), and gave a second kneewatch the\n",
-		human(openLoopSteady), human(openLoopWarmup), openLoopSteps, openLoopLow)
-	p("same profile with its knee moved there, on the same scrapes, under the same shipped rules (default options).\n\n")
-	p("| scenario | closed-loop knee | open-loop knee (load, in flight) | kneewatch page | kneewatch warning | headroom error vs the closed-loop truth (mean / max) |\n")
-	p("|---|---|---|---|---|---|\n")
+	p("## What-if: kneewatch given the closed-loop knee\n\n")
+	p("The profile kneewatch is given holds the knee measured with Poisson arrivals (see Method). A closed-loop\n")
+	p("sweep (vllm bench's `--max-concurrency`, GuideLLM's concurrent mode, `kneewatch sweep` by default) reports\n")
+	p("the knee of a fixed number of clients, each sending when its last request ends. A second kneewatch was given\n")
+	p("the same profile with its knee moved back to that closed-loop knee, on the same scrapes, under the same\n")
+	p("shipped rules (default options), and scored against the same truth.\n\n")
+	p("| scenario | closed-loop knee | Poisson knee: in flight (rate, × the closed-loop knee's) | kneewatch page, Poisson knee | kneewatch page, closed-loop knee | kneewatch warning, closed-loop knee | headroom error, closed-loop knee (mean / max) |\n")
+	p("|---|---|---|---|---|---|---|\n")
 	for _, res := range r.Results {
-		ol := res.OpenLoop
+		cl := res.ClosedLoop
 		var page, warn string
-		for i := range ol.Scores {
-			switch ol.Scores[i].Detector.Key {
+		for i := range cl.Scores {
+			switch cl.Scores[i].Detector.Key {
 			case DetectorKneewatchPage:
-				page = cell(&ol.Scores[i])
+				page = cell(&cl.Scores[i])
 			case DetectorKneewatchWarning:
-				warn = cell(&ol.Scores[i])
+				warn = cell(&cl.Scores[i])
 			}
 		}
-		p("| %d %s | %.0f | %.2f×, %.1f | %s | %s | %.3f / %.3f |\n", res.Scenario.ID, res.Scenario.Name, res.Profile.Knee.Concurrency,
-			ol.Knee.Load, ol.Knee.InFlight, page, warn, ol.Headroom.Mean, ol.Headroom.Max)
+		k := res.Profile.Knee
+		p("| %d %s | %.0f | %.1f (%.2f/s, %.2f×) | %s | %s | %s | %.3f / %.3f |\n", res.Scenario.ID, res.Scenario.Name, k.ClosedLoopConcurrency,
+			k.Concurrency, k.RequestsPerSecond, res.poissonRateShare(), cell(res.score(DetectorKneewatchPage)), page, warn, cl.Headroom.Mean, cl.Headroom.Max)
 	}
 	p("\n")
 }
 
-// openLoopKnees describes each deployment's open-loop knee once.
-func (r *Report) openLoopKnees() []string {
+// poissonRateShare is the Poisson knee's rate as a multiple of the
+// closed-loop knee's.
+func (res *ScenarioResult) poissonRateShare() float64 {
+	k := res.Profile.Knee
+	for _, pt := range res.Profile.Points {
+		if pt.Concurrency == k.ClosedLoopConcurrency && pt.RequestsPerSecond > 0 {
+			return k.RequestsPerSecond / pt.RequestsPerSecond
+		}
+	}
+	return knee.Unknown()
+}
+
+// poissonKnees describes each deployment's Poisson knee once.
+func (r *Report) poissonKnees() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, res := range r.Results {
-		ol := res.OpenLoop
-		if ol == nil || seen[res.Scenario.Deployment.Workload] {
+		if seen[res.Scenario.Deployment.Workload] {
 			continue
 		}
 		seen[res.Scenario.Deployment.Workload] = true
-		out = append(out, fmt.Sprintf("%s %.2f× the closed-loop knee's rate, %.1f in flight against a knee of %.0f",
-			res.Scenario.Deployment.Workload, ol.Knee.Load, ol.Knee.InFlight, res.Profile.Knee.Concurrency))
+		k := res.Profile.Knee
+		out = append(out, fmt.Sprintf("%s %.2f× the closed-loop knee's rate, %.1f in flight against a closed-loop knee of %.0f",
+			res.Scenario.Deployment.Workload, res.poissonRateShare(), k.Concurrency, k.ClosedLoopConcurrency))
 	}
 	return out
 }
 
-// openLoopGain is the median gain in lead of the page given the open-loop
-// knee, and whether it stayed quiet in the safe scenarios.
-func (r *Report) openLoopGain() (gain time.Duration, quiet bool, ok bool) {
-	var gains []float64
+// closedLoopLoss is the median loss of lead of the page given the
+// closed-loop knee, how many breaches it missed or paged for after they
+// began, and whether it stayed quiet in the safe scenarios.
+func (r *Report) closedLoopLoss() (loss time.Duration, late int, quiet bool, ok bool) {
+	var losses []float64
 	quiet = true
 	for _, res := range r.Results {
-		if res.OpenLoop == nil {
-			return 0, false, false
+		if res.ClosedLoop == nil {
+			return 0, 0, false, false
 		}
 		base := res.score(DetectorKneewatchPage)
-		for _, s := range res.OpenLoop.Scores {
+		for _, s := range res.ClosedLoop.Scores {
 			if s.Detector.Key != DetectorKneewatchPage {
 				continue
 			}
@@ -122,14 +137,17 @@ func (r *Report) openLoopGain() (gain time.Duration, quiet bool, ok bool) {
 				quiet = false
 			}
 			for i := range res.Breaches {
+				if !s.Caught[i] || s.Leads[i] < 0 {
+					late++
+				}
 				if s.Caught[i] && base.Caught[i] {
-					gains = append(gains, (s.Leads[i] - base.Leads[i]).Seconds())
+					losses = append(losses, (base.Leads[i] - s.Leads[i]).Seconds())
 				}
 			}
 		}
 	}
-	if len(gains) == 0 {
-		return 0, quiet, false
+	if len(losses) == 0 {
+		return 0, late, quiet, false
 	}
-	return time.Duration(median(gains) * float64(time.Second)), quiet, true
+	return time.Duration(median(losses) * float64(time.Second)), late, quiet, true
 }

@@ -16,10 +16,11 @@ import (
 type ScenarioResult struct {
 	Scenario *Scenario
 	// Profile is the knee profile kneewatch was given: the deployment's
-	// true knee under nominal conditions (no slowdown, its own mix).
+	// true (Poisson) knee under nominal conditions (no slowdown, its own
+	// mix), with the closed-loop curve of its sweep.
 	Profile knee.Profile
-	// KneeRate is the request rate Load = 1 stands for (the knee point's
-	// requests per second).
+	// KneeRate is the request rate Load = 1 stands for (the knee's Poisson
+	// arrival rate).
 	KneeRate float64
 	Truth    []TruthPoint
 	Breaches []Episode
@@ -30,8 +31,8 @@ type ScenarioResult struct {
 	Evaluations []knee.Result
 	Headroom    HeadroomError
 	Scores      []DetectorScore
-	// OpenLoop is the open-loop knee what-if, when Options.OpenLoopWhatIf.
-	OpenLoop *OpenLoopResult
+	// ClosedLoop is the closed-loop knee what-if, when Options.ClosedLoopWhatIf.
+	ClosedLoop *ClosedLoopResult
 	Requests int
 	Steps    int
 	Elapsed  time.Duration
@@ -49,20 +50,12 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
-	closedProf, err := knees.profile(ctx, sc.Deployment, "", 0, 1)
+	prof, err := knees.profile(ctx, sc.Deployment, "", 0, 1)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
-	ok, err := knees.openLoopKnee(ctx, sc.Deployment, "", 0, 1, o)
-	if err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
-	}
-	prof, err := openLoopProfile(closedProf, ok)
-	if err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
-	}
-	kneeRate := ok.Load * ok.ClosedRate
-	grid, err := knees.grid(ctx, sc, o)
+	kneeRate := prof.Knee.RequestsPerSecond
+	grid, err := knees.grid(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
@@ -82,7 +75,7 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder
 	}
 	vllm := newVLLMMetrics(preset)
 	dcgm := newDCGMMetrics(preset, replicaName)
-	whatIf, err := newOpenLoopWhatIf(ctx, sc, o, knees, engine, &prof, kneeRate)
+	whatIf, err := newClosedLoopWhatIf(sc, o, engine, &prof)
 	if err != nil {
 		return nil, err
 	}
@@ -146,23 +139,10 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder
 	}
 	res.Scores = eval.scores(detectors, res.Breaches, sc.Duration)
 	if whatIf != nil {
-		if res.OpenLoop, err = whatIf.finish(ctx, res, o); err != nil {
+		if res.ClosedLoop, err = whatIf.finish(ctx, res, o); err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
 	}
 	res.Elapsed = time.Since(started)
 	return res, nil
-}
-
-// kneeRequestRate is the request rate of the profile's knee point.
-func kneeRequestRate(p *knee.Profile) (float64, error) {
-	for _, pt := range p.Points {
-		if pt.Concurrency == p.Knee.Concurrency {
-			if pt.RequestsPerSecond > 0 {
-				return pt.RequestsPerSecond, nil
-			}
-			break
-		}
-	}
-	return 0, fmt.Errorf("profile %s has no request rate at its knee (concurrency %v)", p.Metadata.Name, p.Knee.Concurrency)
 }

@@ -57,25 +57,41 @@ func TestGroundTruthLoadIsTheExactWindowMean(t *testing.T) {
 	}
 }
 
-func TestOpenLoopProfileMovesOnlyTheKnee(t *testing.T) {
-	p := knee.Profile{Points: []knee.Point{
-		{Concurrency: 10, OutputTokensPerSecond: 1000, GoodputTokensPerSecond: 1000, KVCacheUsage: 0.1},
-		{Concurrency: 20, OutputTokensPerSecond: 1600, GoodputTokensPerSecond: 1500, KVCacheUsage: 0.2},
-	}, Knee: knee.Knee{Concurrency: 20, OutputTokensPerSecond: 1600, KVCacheUsage: 0.2, LimitingResource: knee.ResourceCompute}}
-	p.Metadata.Name = "p"
-	got, err := openLoopProfile(p, OpenLoopKnee{Load: 0.8, InFlight: 15})
+func TestPoissonKneeMovesOnlyTheKneeAndTheClosedLoopOneComesBack(t *testing.T) {
+	closed, err := knee.Load("../knee/testdata/valid.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := knee.Knee{Concurrency: 15, OutputTokensPerSecond: 1300, GoodputTokensPerSecond: 1250, KVCacheUsage: 0.15, LimitingResource: knee.ResourceCompute}
+	at32 := closed.Points[5]
+	at64 := closed.Points[6]
+	got, err := withPoissonKnee(*closed, 30, 48, []float64{10, 50, 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := knee.Knee{
+		Concurrency:            48,
+		OutputTokensPerSecond:  (at32.OutputTokensPerSecond + at64.OutputTokensPerSecond) / 2,
+		GoodputTokensPerSecond: (at32.GoodputTokensPerSecond + at64.GoodputTokensPerSecond) / 2,
+		KVCacheUsage:           (at32.KVCacheUsage + at64.KVCacheUsage) / 2,
+		LimitingResource:       closed.Knee.LimitingResource,
+		Arrivals:               knee.ArrivalsPoisson,
+		RequestsPerSecond:      30,
+		ClosedLoopConcurrency:  closed.Knee.Concurrency,
+	}
 	if diff := cmp.Diff(want, got.Knee, approx); diff != "" {
-		t.Errorf("knee (-want +got):\n%s", diff)
+		t.Errorf("Poisson knee (-want +got):\n%s", diff)
 	}
-	if got.Metadata.Name != "p-open-loop" || len(got.Points) != 2 || p.Knee.Concurrency != 20 {
-		t.Errorf("the profile's name %q, points %d, and the original's knee %v: want p-open-loop, the same 2 points, 20 untouched",
-			got.Metadata.Name, len(got.Points), p.Knee.Concurrency)
+	if diff := cmp.Diff(closed.Points, got.Points); diff != "" {
+		t.Errorf("the curve changed (-want +got):\n%s", diff)
 	}
-	if _, err := openLoopProfile(p, OpenLoopKnee{}); err == nil {
-		t.Error("an open-loop knee of 0 in flight gave a profile, want an error")
+	back, err := withClosedLoopKnee(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Knee.Concurrency != closed.Knee.Concurrency || back.Knee.Arrivals != knee.ArrivalsClosedLoop {
+		t.Errorf("closed-loop knee back: concurrency %v (%s), want %v (closed-loop)", back.Knee.Concurrency, back.Knee.Arrivals, closed.Knee.Concurrency)
+	}
+	if _, err := withPoissonKnee(*closed, 30, 0, nil); err == nil {
+		t.Error("a Poisson knee of 0 in flight gave a profile, want an error")
 	}
 }

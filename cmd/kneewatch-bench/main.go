@@ -41,7 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "write the Markdown report to this file (default: standard output)")
 	only := fs.String("scenarios", "", "comma-separated scenario numbers to run (default: all seven)")
 	seed := fs.Uint64("seed", 1, "random seed of arrivals, request lengths and knee sweeps")
-	variants := fs.Bool("what-if", true, "also score kneewatch's page generated with other options, and kneewatch given a knee measured with open-loop traffic")
+	variants := fs.Bool("what-if", true, "also score kneewatch's page generated with other options, and kneewatch given the closed-loop knee")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *variants {
 		opts.PageVariants = detection.DefaultPageVariants()
-		opts.OpenLoopWhatIf = true
+		opts.ClosedLoopWhatIf = true
 	}
 	rep, err := detection.Run(ctx, opts)
 	if err != nil {
