@@ -33,9 +33,9 @@ type ScenarioResult struct {
 	Scores      []DetectorScore
 	// ClosedLoop is the closed-loop knee what-if, when Options.ClosedLoopWhatIf.
 	ClosedLoop *ClosedLoopResult
-	Requests int
-	Steps    int
-	Elapsed  time.Duration
+	Requests   int
+	Steps      int
+	Elapsed    time.Duration
 }
 
 // runScenario simulates one scenario, feeds every scrape through kneewatch
