@@ -1,0 +1,95 @@
+package sweep
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// TestPoissonSweepFindsAKneeBelowTheClosedLoopOne sweeps the simulator over
+// HTTP with --arrivals poisson: the closed-loop search, then steady Poisson
+// trials. Poisson arrivals bunch prefills and swing the in-flight count
+// around its mean, so on this KV-queueing case (the accuracy test's first:
+// past 11 in flight requests wait for KV slots) the largest rate that kept
+// the windowed SLO must lie below the closed-loop knee's rate, at fewer
+// requests in flight than the closed-loop knee. A trial at a rate far past
+// the knee with a small outstanding cap must end on the cap.
+//
+// The simulator runs at speed 6 (every latency ÷ 6), so a trial's 2 s
+// warm-up and 5 s steady part are 12 s and 30 s of the replica's time.
+func TestPoissonSweepFindsAKneeBelowTheClosedLoopOne(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a closed-loop sweep and five Poisson trials against the simulator in wall time (about a minute)")
+	}
+	kc := kneeCases[0]
+	p := kc.simPreset(t)
+	slo := scaled(kc.slo(), kc.speed)
+	st := startSimPreset(t, p, kc.speed)
+	start := time.Now()
+	out, err := Run(context.Background(), Config{
+		Client: st.client(64), Workload: resolve(t, kc.workload), Seed: 1, SLO: slo,
+		MaxConcurrency: 32, Precision: 0.25, MinRequests: 100,
+		Metrics: st.metrics(100 * time.Millisecond), Logger: testLogger(t),
+		Arrivals: knee.ArrivalsPoisson,
+		OpenLoop: OpenLoopConfig{Warmup: 2 * time.Second, Steady: 5 * time.Second, Tick: 250 * time.Millisecond, SLOWindow: 2 * time.Second, Steps: 3},
+	})
+	t.Logf("closed-loop levels %v (%s); took %s", levelsOf(out), out.Reason, time.Since(start).Round(100*time.Millisecond))
+	for _, tr := range out.Trials {
+		t.Logf("trial %g req/s (%.3g×): %g in flight, %d sent, judged %d/%d ticks, kept %v %s",
+			tr.Rate, tr.Fraction, tr.Point.Concurrency, tr.Sent, tr.Judged, tr.Ticks, tr.Kept, tr.Breach)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := out.Profile
+	k, closed := prof.Knee, out.ClosedLoopKnee
+	t.Logf("poisson knee %g in flight at %g req/s; closed-loop knee %g at %g req/s", k.Concurrency, k.RequestsPerSecond, closed.Concurrency, out.ClosedLoopRate)
+	if k.Arrivals != knee.ArrivalsPoisson || k.ClosedLoopConcurrency != closed.Concurrency {
+		t.Errorf("knee %+v: want arrivals poisson and the closed-loop knee %g for reference", k, closed.Concurrency)
+	}
+	if !(k.RequestsPerSecond < out.ClosedLoopRate) {
+		t.Errorf("the poisson knee's rate %g is not below the closed-loop knee's %g", k.RequestsPerSecond, out.ClosedLoopRate)
+	}
+	if !(k.Concurrency < closed.Concurrency) {
+		t.Errorf("the poisson knee's mean in-flight %g is not below the closed-loop knee %g", k.Concurrency, closed.Concurrency)
+	}
+	if len(prof.Sweep.RateLevels) != len(out.Trials) || len(prof.Sweep.Levels) != len(out.Levels) || len(prof.Points) != len(out.Levels) {
+		t.Errorf("rate levels %v for %d trials, levels %v and %d points for %d closed-loop levels",
+			prof.Sweep.RateLevels, len(out.Trials), prof.Sweep.Levels, len(prof.Points), len(out.Levels))
+	}
+	path := filepath.Join(t.TempDir(), "profile.yaml")
+	data, err := prof.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(path, data); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := knee.Load(path)
+	if err != nil {
+		t.Fatalf("the written poisson profile does not load: %v", err)
+	}
+	if loaded.Knee.Arrivals != knee.ArrivalsPoisson || loaded.Knee.RequestsPerSecond != k.RequestsPerSecond {
+		t.Errorf("the loaded knee %+v lost how it was measured", loaded.Knee)
+	}
+
+	// Far past the knee, a cap of 8 outstanding requests ends the trial
+	// long before its steady part ends, as one that did not keep the SLO.
+	gen := resolve(t, kc.workload)
+	tr, err := RunTrial(context.Background(), st.client(16), TrialConfig{
+		Rate: 4 * out.ClosedLoopRate, Warmup: time.Second, Steady: 20 * time.Second, Tick: 250 * time.Millisecond, SLOWindow: 2 * time.Second,
+		MaxOutstanding: 8, Seed: 1, SLO: slo,
+		Next: func() Request { w := gen.Next(); return Request{PromptTokens: w.PromptTokens, MaxTokens: w.OutputTokens} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Capped || tr.Kept || tr.CappedAfter > 5*time.Second || !strings.Contains(tr.Breach, "8 requests outstanding (the cap)") {
+		t.Errorf("trial at 4× the knee rate with a cap of 8: capped %v after %s, kept %v, breach %q", tr.Capped, tr.CappedAfter, tr.Kept, tr.Breach)
+	}
+	t.Logf("whole test %s", time.Since(start).Round(100*time.Millisecond))
+}
