@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -33,10 +34,24 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"original SLOs, and the profile's throughputs are K times higher")
 	maxC := fs.Int("max-concurrency", 256, "highest concurrency of the doubling sweep")
 	seed := fs.Uint64("seed", 1, "seed of the workload draws; the same inputs and seed give the same knee")
+	arrivals := fs.String("arrivals", string(knee.ArrivalsClosedLoop), "how the knee is measured: "+string(knee.ArrivalsClosedLoop)+
+		" (a fixed number of clients) or "+string(knee.ArrivalsPoisson)+"\n(steady open-loop arrivals, as users send); see above")
+	steady := fs.Duration("open-loop-steady", sim.DefaultOpenLoopSteady, fmt.Sprintf("with --arrivals poisson: the judged part of each trial, at every\n"+
+		"%s of which the SLO percentiles over the last %s must hold", sim.DefaultOpenLoopTick, knee.DefaultSLOWindow))
+	warmup := fs.Duration("open-loop-warmup", sim.DefaultOpenLoopWarmup, "with --arrivals poisson: how long each trial runs before it is judged")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kneewatch sim knee --slo-ttft D --slo-tpot D [flags]")
 		fmt.Fprintln(stderr, "\nRuns the simulator closed-loop in virtual time at concurrency 1, 2, 4, … and bisects to")
 		fmt.Fprintln(stderr, "the largest concurrency meeting both SLO quantiles; prints the knee profile as YAML.")
+		fmt.Fprintln(stderr, "\n--arrivals closed-loop (default) measures the knee as vllm bench --max-concurrency does:")
+		fmt.Fprintln(stderr, "each client sends its next request when its last one ends, so clients pace themselves by")
+		fmt.Fprintln(stderr, "the replica, prefills never bunch up and the queue never grows. Production traffic is")
+		fmt.Fprintln(stderr, "open-loop: users send whether or not the replica keeps up, in Poisson-like bursts that")
+		fmt.Fprintln(stderr, "queue up and break the SLO at a lower load. --arrivals poisson then bisects a steady Poisson")
+		fmt.Fprintf(stderr, "rate between %g× and 1× the closed-loop knee's request rate (each trial --open-loop-warmup\n", sim.DefaultOpenLoopLow)
+		fmt.Fprintln(stderr, "plus --open-loop-steady of virtual time) for the largest rate that kept the SLO in every")
+		fmt.Fprintln(stderr, "window; the knee becomes the mean in-flight requests at that rate, the points stay the")
+		fmt.Fprintln(stderr, "closed-loop curve.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -57,6 +72,12 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("sim knee: --speed must be > 0, got %v", *speed)
 	case *maxC < 1:
 		return fmt.Errorf("sim knee: --max-concurrency must be ≥ 1, got %d", *maxC)
+	case *arrivals != string(knee.ArrivalsClosedLoop) && *arrivals != string(knee.ArrivalsPoisson):
+		return fmt.Errorf("sim knee: --arrivals must be %s or %s, got %q", knee.ArrivalsClosedLoop, knee.ArrivalsPoisson, *arrivals)
+	case *steady <= 0:
+		return fmt.Errorf("sim knee: --open-loop-steady must be > 0, got %s", *steady)
+	case *warmup <= 0:
+		return fmt.Errorf("sim knee: --open-loop-warmup must be > 0 (a trial starts with an empty replica), got %s", *warmup)
 	}
 
 	p, err := sim.LoadPreset(*preset)
@@ -79,11 +100,18 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		MaxConcurrency: *maxC,
 		Seed:           *seed,
 		Clock:          time.Now,
+		Arrivals:       knee.Arrivals(*arrivals),
+		OpenLoop:       sim.OpenLoopConfig{Steady: *steady, Warmup: *warmup},
+		Logger:         slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return fmt.Errorf("sim knee: %w", err)
 	}
-	if prof.Metadata.Partial {
+	switch {
+	case prof.Metadata.Partial && prof.Knee.Arrivals == knee.ArrivalsPoisson:
+		fmt.Fprintf(stderr, "sim knee: warning: every level up to --max-concurrency %d met the SLO; the closed-loop knee is at least %d, "+
+			"and the poisson search went no higher than its rate (profile marked partial)\n", *maxC, *maxC)
+	case prof.Metadata.Partial:
 		fmt.Fprintf(stderr, "sim knee: warning: every level up to --max-concurrency %d met the SLO; the knee is at least %d (profile marked partial)\n", *maxC, *maxC)
 	}
 	enc := yaml.NewEncoder(stdout)

@@ -58,6 +58,37 @@ func TestSimKneeWarnsWhenTheSLOHoldsAtEveryLevel(t *testing.T) {
 	}
 }
 
+func TestSimKneeWithPoissonArrivalsPrintsAPoissonKnee(t *testing.T) {
+	// A loose SLO and a low ceiling keep it cheap: the closed-loop sweep
+	// stops at 16, and both poisson trials (0.2× and 1× its rate, a minute
+	// each after a minute's warmup) keep the SLO.
+	var out, errb bytes.Buffer
+	args := []string{"sim", "knee", "--slo-ttft", "10s", "--slo-tpot", "1s", "--max-concurrency", "16",
+		"--arrivals", "poisson", "--open-loop-warmup", "1m", "--open-loop-steady", "1m"}
+	if err := run(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "arrivals: poisson") {
+		t.Errorf("the profile does not say arrivals: poisson:\n%s", out.String())
+	}
+	var prof knee.Profile
+	dec := yaml.NewDecoder(&out)
+	dec.KnownFields(true)
+	if err := dec.Decode(&prof); err != nil {
+		t.Fatalf("output is not a knee profile: %v", err)
+	}
+	if err := prof.Validate(); err != nil {
+		t.Fatalf("the profile does not validate: %v", err)
+	}
+	k := prof.Knee
+	if k.ClosedLoopConcurrency != 16 || len(prof.Sweep.RateLevels) != 2 || k.RequestsPerSecond != prof.Sweep.RateLevels[1] || !(k.Concurrency < 16) {
+		t.Errorf("knee %+v, rate levels %v: want the 1× rate kept below 16 in flight, closed-loop knee 16", k, prof.Sweep.RateLevels)
+	}
+	if want := "the closed-loop knee is at least 16, and the poisson search went no higher than its rate (profile marked partial)"; !strings.Contains(errb.String(), want) {
+		t.Errorf("stderr %q lacks %q", errb.String(), want)
+	}
+}
+
 func TestSimKneeRejectsBadFlags(t *testing.T) {
 	tests := []struct {
 		name string
@@ -74,6 +105,14 @@ func TestSimKneeRejectsBadFlags(t *testing.T) {
 			`sim knee: --workload: workload "chit-chat": not a preset (chat, code, long-context, rag, summarize) nor a .yaml/.yml mix file or .jsonl/.csv trace`},
 		{"missing preset file", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--preset-file", "testdata/none.yaml"},
 			"sim knee: --preset-file: reading preset override: open testdata/none.yaml: no such file or directory"},
+		{"unknown arrivals", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--arrivals", "open-loop"},
+			`sim knee: --arrivals must be closed-loop or poisson, got "open-loop"`},
+		{"no steady part", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--arrivals", "poisson", "--open-loop-steady", "0s"},
+			"sim knee: --open-loop-steady must be > 0, got 0s"},
+		{"no warmup", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--arrivals", "poisson", "--open-loop-warmup", "0s"},
+			"sim knee: --open-loop-warmup must be > 0 (a trial starts with an empty replica), got 0s"},
+		{"steady part shorter than a tick", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--arrivals", "poisson", "--open-loop-steady", "1s"},
+			"sim knee: open loop: tick 5s is longer than the steady part 1s, so the SLO would never be judged"},
 		{"stray argument", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "extra"}, `sim knee: unexpected arguments ["extra"]`},
 		{"SLO unreachable", []string{"--preset", "llama-3.1-8b-l4", "--slo-ttft", "1s", "--slo-tpot", "10ms", "--max-concurrency", "2"},
 			"sim knee: the SLO is not met even at concurrency 1: p99 TTFT 0.677s (SLO 1s), p99 TPOT 0.0631s (SLO 10ms)"},
