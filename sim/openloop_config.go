@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
@@ -50,7 +51,7 @@ func (c OpenLoopConfig) withDefaults() (OpenLoopConfig, error) {
 		}
 	}
 	switch {
-	case c.Low < 0 || c.Low >= 1 || c.Low != c.Low:
+	case c.Low < 0 || c.Low >= 1 || math.IsNaN(c.Low):
 		return c, fmt.Errorf("open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default %g), got %v", DefaultOpenLoopLow, c.Low)
 	case c.Steps < 0:
 		return c, fmt.Errorf("open loop: steps must be ≥ 0 (0 = default %d), got %d", DefaultOpenLoopSteps, c.Steps)

@@ -64,7 +64,7 @@ func trialAt(t *testing.T, cfg KneeConfig, rate float64) OpenLoopLevel {
 	return lv
 }
 
-func TestPoissonKneeLiesBelowTheClosedLoopKneeAndKeepsTheSLOOnlyUpToIt(t *testing.T) {
+func TestFindKneePoissonLiesBelowTheClosedLoopKneeAndKeepsTheSLOOnlyUpToIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a closed-loop search and eight 25-minute poisson trials (about seven seconds)")
 	}
@@ -119,7 +119,7 @@ func TestPoissonKneeLiesBelowTheClosedLoopKneeAndKeepsTheSLOOnlyUpToIt(t *testin
 	}
 }
 
-func TestPoissonKneeIsDeterministic(t *testing.T) {
+func TestFindKneePoissonIsDeterministic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two closed-loop searches and eight short poisson trials (about two seconds)")
 	}
@@ -205,7 +205,7 @@ func TestOpenLoopTrialMeasuresTheSteadyPart(t *testing.T) {
 	}
 }
 
-func TestPoissonKneeBelowOneRequestInFlightIsPutOnTheCurve(t *testing.T) {
+func TestFindKneePoissonBelowOneRequestInFlightIsPutOnTheCurve(t *testing.T) {
 	// 8B on an L4, ten times faster, with an SLO that only concurrency 1–2
 	// meets: the poisson knee rate leaves the replica mostly idle.
 	slo := knee.SLO{TTFT: knee.Duration(70 * time.Millisecond), TPOT: knee.Duration(7 * time.Millisecond), Quantile: 0.99}
@@ -224,7 +224,7 @@ func TestPoissonKneeBelowOneRequestInFlightIsPutOnTheCurve(t *testing.T) {
 	}
 }
 
-func TestPoissonKneeSaysWhenEvenTheLowRateBreaksTheSLO(t *testing.T) {
+func TestFindKneePoissonSaysWhenEvenTheLowRateBreaksTheSLO(t *testing.T) {
 	cfg := kneeConfig(t, "llama-3.1-8b-h100", "chat", poissonChatSLO, 1, 256)
 	cfg.Arrivals = knee.ArrivalsPoisson
 	cfg.OpenLoop = OpenLoopConfig{Warmup: time.Minute, Steady: 4 * time.Minute, Low: 0.95}
@@ -286,7 +286,7 @@ func TestRunOpenLoopRejectsABadRate(t *testing.T) {
 	}
 }
 
-func TestClosedLoopIsTheDefaultArrivals(t *testing.T) {
+func TestFindKneeIsClosedLoopByDefault(t *testing.T) {
 	cfg := kneeConfig(t, "llama-3.1-8b-h100", "chat", chatSLO, 1, 32)
 	byDefault, err := FindKnee(context.Background(), cfg)
 	if err != nil {
