@@ -156,6 +156,10 @@ type Result struct {
 //     simulator, a chat replica whose traffic turns 10% RAG at a constant
 //     request rate loses two thirds of its knee; the prompt rate read on
 //     the chat curve tracks that within ~0.05, load and output rates do not.
+//     The prompt side counts only when the observed mean prompt is more
+//     than 25% longer than the profile's: at the profile's own mix it
+//     measures the same requests as the load, only noisier, since prefill
+//     tokens are counted the moment a few long prompts arrive.
 //   - kv_cache: KV usage ÷ a reference. For a KV-bound knee the reference is
 //     the knee's own KV usage: KV grows with load and the knee is where it
 //     ran out. For a compute-bound knee the knee's KV usage says nothing
@@ -215,7 +219,7 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 		r.OutputTokensPerSecond = out
 		r.Ratios[DimensionThroughput] = p.throughputLoadRatio(out)
 	}
-	if prompt := obs.PromptTokensPerSecond; nonNegative(prompt) {
+	if prompt := obs.PromptTokensPerSecond; nonNegative(prompt) && promptsGrew(obs.MeanPromptTokens, p.Workload.MeanPromptTokens) {
 		r.Ratios[DimensionThroughput] = maxKnown(r.Ratios[DimensionThroughput], p.rateLoadRatio(prompt, promptRate))
 	}
 
@@ -364,4 +368,20 @@ func maxKnown(a, b float64) float64 {
 		return a
 	}
 	return max(a, b)
+}
+
+// promptShiftThreshold is how much longer than the profile's the observed
+// mean prompt must be before prompt tokens/s count as a load: under it the
+// prompt rate measures the same requests as the in-flight load, only
+// noisier (a few long prompts arriving in one window).
+const promptShiftThreshold = 0.25
+
+// promptsGrew reports whether the observed mean prompt is longer than the
+// profile's by more than promptShiftThreshold; true when either is unknown,
+// so the prompt rate still counts when the mix cannot be judged.
+func promptsGrew(observed, profile float64) bool {
+	if !nonNegative(observed) || !Known(profile) || profile <= 0 {
+		return true
+	}
+	return observed > profile*(1+promptShiftThreshold)
 }

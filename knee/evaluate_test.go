@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // computeProfile has a compute-bound knee at 100 in flight, 10,000 output
@@ -492,5 +493,35 @@ func BenchmarkEvaluate(b *testing.B) {
 	}
 	if !r.OK {
 		b.Fatalf("Evaluate not OK: %s", r.Reason)
+	}
+}
+
+func TestPromptRateCountsOnlyWhenPromptsGrewPastTheProfilesMix(t *testing.T) {
+	p := computeProfile()
+	for i := range p.Points {
+		p.Points[i].RequestsPerSecond = p.Points[i].OutputTokensPerSecond / p.Workload.MeanOutputTokens
+	}
+	// At 50 in flight the curve makes 25 requests/s, 5,000 prompt tokens/s at
+	// the profile's 200-token prompts; 7,500 prompt tokens/s read on it is
+	// 37.5 requests/s, about 75 in flight.
+	prompts := func(rate, mean float64) func(*Observation) {
+		return func(o *Observation) { o.PromptTokensPerSecond, o.MeanPromptTokens = rate, mean }
+	}
+	tests := []struct {
+		name string
+		obs  Observation
+		want float64 // throughput ratio
+	}{
+		{"a burst of prompts of the profile's length is the load, not more", observe(50, output(5000), prompts(7500, 230)), 0.5},
+		{"prompts 50% longer than the profile's count on the prompt side", observe(50, output(5000), prompts(7500, 300)), 0.75},
+		{"with the mean prompt unknown the prompt side counts", observe(50, output(5000), prompts(7500, math.NaN())), 0.75},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Evaluate(tt.obs, p, Options{})
+			if diff := cmp.Diff(tt.want, r.Ratios[DimensionThroughput], cmpopts.EquateApprox(0, 0.02)); diff != "" {
+				t.Errorf("throughput ratio (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
