@@ -88,7 +88,7 @@ func DefaultAlerts() Alerts {
 		HeadroomLow: HeadroomLow{Below: 0.2, For: Duration(10 * time.Minute)},
 		HeadroomExhausted: HeadroomExhausted{
 			Below:         0.05,
-			For:           Duration(time.Minute),
+			For:           Duration(2 * time.Minute),
 			PredictWindow: Duration(15 * time.Minute),
 			PredictGuard:  0.6,
 		},

@@ -95,7 +95,7 @@ func TestMinimalConfigGetsEveryDefault(t *testing.T) {
 		},
 		Alerts: Alerts{
 			HeadroomLow:       HeadroomLow{Below: 0.2, For: Duration(10 * time.Minute)},
-			HeadroomExhausted: HeadroomExhausted{Below: 0.05, For: Duration(time.Minute), PredictWindow: Duration(15 * time.Minute), PredictGuard: 0.6},
+			HeadroomExhausted: HeadroomExhausted{Below: 0.05, For: Duration(2 * time.Minute), PredictWindow: Duration(15 * time.Minute), PredictGuard: 0.6},
 			SLOObjective:      0.99,
 			KVPressure:        KVPressure{Margin: 0.05, PreemptionsPerSecond: 0.1, For: Duration(10 * time.Minute)},
 			ProbesFailing:     ProbesFailing{SuccessWarning: 0.9, For: Duration(10 * time.Minute), AllFailingFor: Duration(5 * time.Minute)},

@@ -66,16 +66,16 @@ type PageVariant struct {
 // 30% headroom over 10 minutes), the defaults held 2 minutes, and the trend
 // armed from 70% (the next step, which pages falsely on safe bursts).
 func DefaultPageVariants() []PageVariant {
-	previous := rules.DefaultOptions().HeadroomExhausted
-	previous.For, previous.PredictBelow, previous.PredictLookback = 5*time.Minute, 0.3, 10*time.Minute
-	hold2 := rules.DefaultOptions().HeadroomExhausted
-	hold2.For = 2 * time.Minute
-	armed70 := rules.DefaultOptions().HeadroomExhausted
-	armed70.PredictBelow = 0.7
+	with := func(set func(*rules.HeadroomExhaustedOptions)) rules.HeadroomExhaustedOptions {
+		o := rules.DefaultOptions().HeadroomExhausted
+		set(&o)
+		return o
+	}
 	return []PageVariant{
-		{Name: "previous defaults (for 5m, trend below 30% over 10m)", Options: previous},
-		{Name: "for 2m", Options: hold2},
-		{Name: "trend below 70%", Options: armed70},
+		{Name: "previous default (for 1m)", Options: with(func(o *rules.HeadroomExhaustedOptions) { o.For = time.Minute })},
+		{Name: "for 3m", Options: with(func(o *rules.HeadroomExhaustedOptions) { o.For = 3 * time.Minute })},
+		{Name: "trend below 50%", Options: with(func(o *rules.HeadroomExhaustedOptions) { o.PredictBelow = 0.5 })},
+		{Name: "trend over 10m", Options: with(func(o *rules.HeadroomExhaustedOptions) { o.PredictLookback = 10 * time.Minute })},
 	}
 }
 

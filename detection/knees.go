@@ -19,19 +19,17 @@ type kneeKey struct {
 	slo                   knee.SLO
 }
 
-// kneeFinder measures true knees in virtual time and remembers them, so
-// scenarios sharing a deployment and conditions measure each knee once:
-// closed-loop ones with sim.FindKnee, and from them the knee under Poisson
-// arrivals, which is the truth (see poissonProfile).
+// kneeFinder measures true knees with sim.FindKnee in virtual time and
+// remembers them, so scenarios sharing a deployment and conditions measure
+// each knee once.
 type kneeFinder struct {
-	seed    uint64
-	closed  map[kneeKey]knee.Profile
-	poisson map[kneeKey]knee.Profile
-	opts    Options
+	seed  uint64
+	cache map[kneeKey]knee.Profile
+	opts  Options
 }
 
 func newKneeFinder(o Options) *kneeFinder {
-	return &kneeFinder{seed: o.Seed, closed: map[kneeKey]knee.Profile{}, poisson: map[kneeKey]knee.Profile{}, opts: o}
+	return &kneeFinder{seed: o.Seed, cache: map[kneeKey]knee.Profile{}, opts: o}
 }
 
 // blendRecords is how many requests a blended mix's trace holds: enough that
@@ -39,20 +37,36 @@ func newKneeFinder(o Options) *kneeFinder {
 // whose share of the alternative mix is within a few percent of the target.
 const blendRecords = 8000
 
-// key names a set of conditions.
-func (k *kneeFinder) key(dep Deployment, alt string, share, slowdown float64) kneeKey {
+// Poisson knee search settings (sim.OpenLoopConfig): a trial runs a steady
+// load for poissonWarmup, then must keep the SLO at every scrape of
+// poissonSteady; the load is bisected between poissonLow and 1 × the
+// closed-loop knee's rate to poissonSteps halvings.
+const (
+	poissonWarmup = 5 * time.Minute
+	poissonSteady = 20 * time.Minute
+	poissonLow    = 0.1
+	poissonSteps  = 7
+)
+
+// profile is the true knee profile of dep's replica when a share of its
+// traffic comes from alt and its GPU is slowed down by slowdown: the knee
+// measured the way its traffic arrives, with steady Poisson arrivals
+// (sim.FindKnee with knee.ArrivalsPoisson, as `kneewatch sim knee
+// --arrivals poisson` runs it). It is the largest load that kept every
+// windowed SLO percentile within its threshold, judged as the bench judges
+// breaches, over a long steady run, and its concurrency the mean in-flight
+// requests at that load. A closed-loop knee (a fixed number of clients,
+// each sending when its previous request ends, as vllm bench's
+// --max-concurrency does) overstates it: those clients pace themselves by
+// the replica, so prefills never bunch up and the queue never grows. The
+// curve (points) stays the closed-loop one, which kneewatch reads
+// throughput on.
+func (k *kneeFinder) profile(ctx context.Context, dep Deployment, alt string, share, slowdown float64) (knee.Profile, error) {
 	if alt == "" || share <= 0 {
 		alt, share = "", 0
 	}
-	return kneeKey{preset: dep.Preset, workload: dep.Workload, alt: alt, share: share, slowdown: slowdown, slo: dep.SLO}
-}
-
-// closedLoop measures the closed-loop knee of dep's replica when a share of
-// its traffic comes from alt and its GPU is slowed down by slowdown.
-func (k *kneeFinder) closedLoop(ctx context.Context, dep Deployment, alt string, share, slowdown float64) (knee.Profile, error) {
-	key := k.key(dep, alt, share, slowdown)
-	alt, share = key.alt, key.share
-	if p, ok := k.closed[key]; ok {
+	key := kneeKey{preset: dep.Preset, workload: dep.Workload, alt: alt, share: share, slowdown: slowdown, slo: dep.SLO}
+	if p, ok := k.cache[key]; ok {
 		return p, nil
 	}
 	preset, err := sim.LoadPreset(dep.Preset)
@@ -71,11 +85,14 @@ func (k *kneeFinder) closedLoop(ctx context.Context, dep Deployment, alt string,
 		// The chat knee sits at about half of max_num_seqs; sweeping up to
 		// it leaves room to see the flattening.
 		MaxConcurrency: preset.MaxNumSeqs,
+		Arrivals:       knee.ArrivalsPoisson,
+		OpenLoop: sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: poissonSteady, Tick: k.opts.ScrapeInterval,
+			SLOWindow: k.opts.SLOWindow, Low: poissonLow, Steps: poissonSteps},
 	})
 	if err != nil {
-		return knee.Profile{}, fmt.Errorf("closed-loop knee of %s/%s (%.0f%% %s, slowdown %.2f): %w", dep.Preset, dep.Workload, 100*share, alt, slowdown, err)
+		return knee.Profile{}, fmt.Errorf("true knee of %s/%s (%.0f%% %s, slowdown %.2f): %w", dep.Preset, dep.Workload, 100*share, alt, slowdown, err)
 	}
-	k.closed[key] = p
+	k.cache[key] = p
 	return p, nil
 }
 

@@ -57,41 +57,34 @@ func TestGroundTruthLoadIsTheExactWindowMean(t *testing.T) {
 	}
 }
 
-func TestPoissonKneeMovesOnlyTheKneeAndTheClosedLoopOneComesBack(t *testing.T) {
+func TestClosedLoopWhatIfMovesOnlyTheKneeBack(t *testing.T) {
 	closed, err := knee.Load("../knee/testdata/valid.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	at32 := closed.Points[5]
-	at64 := closed.Points[6]
-	got, err := withPoissonKnee(*closed, 30, 48, []float64{10, 50, 30})
+	poisson := *closed
+	poisson.Knee = knee.Knee{Concurrency: 48, OutputTokensPerSecond: 5000, GoodputTokensPerSecond: 4900, KVCacheUsage: 0.2,
+		LimitingResource: closed.Knee.LimitingResource, Arrivals: knee.ArrivalsPoisson, RequestsPerSecond: 30,
+		ClosedLoopConcurrency: closed.Knee.Concurrency}
+	back, err := withClosedLoopKnee(poisson)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := knee.Knee{
-		Concurrency:            48,
-		OutputTokensPerSecond:  (at32.OutputTokensPerSecond + at64.OutputTokensPerSecond) / 2,
-		GoodputTokensPerSecond: (at32.GoodputTokensPerSecond + at64.GoodputTokensPerSecond) / 2,
-		KVCacheUsage:           (at32.KVCacheUsage + at64.KVCacheUsage) / 2,
-		LimitingResource:       closed.Knee.LimitingResource,
-		Arrivals:               knee.ArrivalsPoisson,
-		RequestsPerSecond:      30,
-		ClosedLoopConcurrency:  closed.Knee.Concurrency,
+	want := closed.Knee
+	want.Arrivals = knee.ArrivalsClosedLoop
+	for _, pt := range closed.Points {
+		if pt.Concurrency == closed.Knee.Concurrency {
+			want.OutputTokensPerSecond, want.GoodputTokensPerSecond, want.KVCacheUsage = pt.OutputTokensPerSecond, pt.GoodputTokensPerSecond, pt.KVCacheUsage
+		}
 	}
-	if diff := cmp.Diff(want, got.Knee, approx); diff != "" {
-		t.Errorf("Poisson knee (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, back.Knee, approx); diff != "" {
+		t.Errorf("closed-loop knee (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(closed.Points, got.Points); diff != "" {
+	if diff := cmp.Diff(closed.Points, back.Points); diff != "" {
 		t.Errorf("the curve changed (-want +got):\n%s", diff)
 	}
-	back, err := withClosedLoopKnee(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.Knee.Concurrency != closed.Knee.Concurrency || back.Knee.Arrivals != knee.ArrivalsClosedLoop {
-		t.Errorf("closed-loop knee back: concurrency %v (%s), want %v (closed-loop)", back.Knee.Concurrency, back.Knee.Arrivals, closed.Knee.Concurrency)
-	}
-	if _, err := withPoissonKnee(*closed, 30, 0, nil); err == nil {
-		t.Error("a Poisson knee of 0 in flight gave a profile, want an error")
+	poisson.Knee.ClosedLoopConcurrency = 33
+	if _, err := withClosedLoopKnee(poisson); err == nil {
+		t.Error("a closed-loop knee between sweep points gave a profile, want an error")
 	}
 }
