@@ -53,6 +53,17 @@ func (cfg *Config) runPoisson(ctx context.Context, out *Outcome) error {
 			OnProgress: cfg.Progress.UpdateTrial,
 		})
 	}
+	return cfg.poissonProfile(ctx, out, trial)
+}
+
+// poissonProfile runs the open-loop search with trial and moves the
+// profile's knee to the best kept rate; out.ClosedLoopKnee and
+// out.ClosedLoopRate must be set. Interrupted with a rate kept, the knee is
+// that rate's, marked partial; interrupted before, the profile keeps the
+// closed-loop knee, marked partial. When no rate kept the SLO there is no
+// profile.
+func (cfg *Config) poissonProfile(ctx context.Context, out *Outcome, trial trialFunc) error {
+	closed := *out.ClosedLoopKnee
 	best, err := cfg.searchRate(ctx, out, trial)
 	out.Finished = cfg.Clock()
 	p := out.Profile

@@ -1,0 +1,253 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// runRateSearch drives a RateSearch with a replica that keeps the SLO up to
+// a fraction of the closed-loop knee's rate, returning the fractions tried.
+func runRateSearch(t *testing.T, s *RateSearch, keepsUpTo float64) []float64 {
+	t.Helper()
+	var tried []float64
+	for {
+		f, ok := s.Next()
+		if !ok {
+			return tried
+		}
+		tried = append(tried, f)
+		if len(tried) > 20 {
+			t.Fatalf("the search does not end: %v", tried)
+		}
+		s.Record(f <= keepsUpTo)
+	}
+}
+
+func TestRateSearchBisectsBetweenLowAndTheClosedLoopKneesRate(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		low       float64
+		steps     int
+		keepsUpTo float64
+		tried     []float64
+		best      float64
+	}{
+		{"a replica keeping the SLO to 0.86× tries low, 1, then five halvings", 0.2, 5, 0.86,
+			[]float64{0.2, 1, 0.6, 0.8, 0.9, 0.85, 0.875}, 0.85},
+		{"a replica keeping the SLO to 0.59× ends within a halving's width of it", 0.2, 5, 0.59,
+			[]float64{0.2, 1, 0.6, 0.4, 0.5, 0.55, 0.575}, 0.575},
+		{"a replica keeping the SLO at the closed-loop knee's rate stops after two trials", 0.2, 5, 1,
+			[]float64{0.2, 1}, 1},
+		{"a replica breaking the SLO at the low rate stops at once with no knee", 0.2, 5, 0.1,
+			[]float64{0.2}, 0},
+		{"no halvings: low and 1 only", 0.3, 0, 0.5,
+			[]float64{0.3, 1}, 0.3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewRateSearch(tc.low, tc.steps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tried := runRateSearch(t, s, tc.keepsUpTo)
+			if diff := cmp.Diff(tc.tried, tried, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+				t.Errorf("fractions tried (-want +got):\n%s", diff)
+			}
+			if math.Abs(s.Best()-tc.best) > 1e-9 {
+				t.Errorf("best %g, want %g", s.Best(), tc.best)
+			}
+			if s.Done() == "" {
+				t.Error("the search ended without saying why")
+			}
+			if len(tried) > s.MaxTrials() {
+				t.Errorf("%d trials, more than MaxTrials %d", len(tried), s.MaxTrials())
+			}
+		})
+	}
+}
+
+func TestRateSearchRejectsBadSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		low   float64
+		steps int
+		want  string
+	}{
+		{"a low end of 0", 0, 5, "low end must be in (0,1)"},
+		{"a low end at the knee's rate", 1, 5, "low end must be in (0,1)"},
+		{"negative halvings", 0.2, -1, "halvings must be ≥ 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := NewRateSearch(tc.low, tc.steps); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// closedOutcome is an outcome whose closed-loop search found a knee at 8
+// (10 requests/s) on the points 1, 2, 4, 8, 16.
+func closedOutcome() *Outcome {
+	slo := knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(50 * time.Millisecond), Quantile: 0.99}
+	var pts []knee.Point
+	for _, c := range []float64{1, 2, 4, 8, 16} {
+		pts = append(pts, knee.Point{Concurrency: c, Requests: 200, RequestsPerSecond: 1.25 * c, OutputTokensPerSecond: 100 * c,
+			GoodputTokensPerSecond: 100 * c, KVCacheUsage: c / 20, MeetsSLO: c <= 8,
+			TTFT: knee.Quantiles{P50: 0.1, P99: 0.2}, TPOT: knee.Quantiles{P50: 0.01, P99: 0.02}})
+	}
+	prof := &knee.Profile{
+		APIVersion: knee.APIVersion, Kind: knee.Kind, Metadata: knee.Metadata{Name: "fake"},
+		Match: knee.Match{Model: "m"}, SLO: slo, Points: pts,
+		Sweep: knee.SweepInfo{Tool: "kneewatch sweep", Levels: []int{1, 2, 4, 8, 16}},
+		Knee:  knee.Knee{Concurrency: 8, OutputTokensPerSecond: 800, GoodputTokensPerSecond: 800, KVCacheUsage: 0.4, LimitingResource: knee.ResourceCompute},
+	}
+	return &Outcome{Profile: prof}
+}
+
+// fakeTrials keeps the SLO up to a rate; its mean in-flight is half the
+// rate (requests/s), its throughput 50 tokens per request.
+func fakeTrials(keepsUpTo float64, calls *[]float64) trialFunc {
+	return func(_ context.Context, _ int, rate float64) (Trial, error) {
+		*calls = append(*calls, rate)
+		kept := rate <= keepsUpTo
+		tr := Trial{Rate: rate, Kept: kept, InFlight: rate / 2,
+			Point: knee.Point{Concurrency: rate / 2, OutputTokensPerSecond: 50 * rate, GoodputTokensPerSecond: 50 * rate, MeetsSLO: kept}}
+		if !kept {
+			tr.Breach = "p99 TTFT 2s > 1s at 10s into the steady part"
+		}
+		return tr, nil
+	}
+}
+
+func testConfig() *Config {
+	cfg := &Config{Logger: slog.New(slog.DiscardHandler), Progress: noProgress{}, Clock: time.Now}
+	_ = cfg.OpenLoop.defaults()
+	return cfg
+}
+
+func TestThePoissonKneeIsTheBestKeptTrialOnTheClosedLoopCurve(t *testing.T) {
+	out := closedOutcome()
+	out.ClosedLoopRate = 10
+	var calls []float64
+	best, err := testConfig().searchRate(context.Background(), out, fakeTrials(7, &calls))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]float64{2, 10, 6, 8, 7, 7.5, 7.25}, calls); diff != "" {
+		t.Errorf("rates tried (-want +got):\n%s", diff)
+	}
+	tr := out.Trials[best]
+	if tr.Rate != 7 || tr.Fraction != 0.7 {
+		t.Errorf("best trial %g req/s (%g×), want 7 (0.7×)", tr.Rate, tr.Fraction)
+	}
+	k, err := poissonKnee(out.Profile, tr, out.Profile.Knee)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In flight 3.5 lies between the points at 2 and 4: KV read on the
+	// curve there, 3.5 ÷ 20.
+	want := knee.Knee{Concurrency: 3.5, OutputTokensPerSecond: 350, GoodputTokensPerSecond: 350, KVCacheUsage: 0.175,
+		LimitingResource: knee.ResourceCompute, Arrivals: knee.ArrivalsPoisson, RequestsPerSecond: 7, ClosedLoopConcurrency: 8}
+	if diff := cmp.Diff(want, k); diff != "" {
+		t.Errorf("poisson knee (-want +got):\n%s", diff)
+	}
+	out.Profile.Knee = k
+	if err := out.Profile.Validate(); err != nil {
+		t.Errorf("the poisson profile does not validate: %v", err)
+	}
+}
+
+func TestAPoissonSearchBreakingAtTheLowRateSaysSo(t *testing.T) {
+	out := closedOutcome()
+	out.ClosedLoopRate = 10
+	var calls []float64
+	best, err := testConfig().searchRate(context.Background(), out, fakeTrials(1, &calls))
+	if !errors.Is(err, ErrPoissonUnreachable) || best != -1 {
+		t.Fatalf("best %d, error %v; want ErrPoissonUnreachable", best, err)
+	}
+	for _, want := range []string{"2 requests/s (0.2× the closed-loop knee's 10)", "p99 TTFT 2s > 1s"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if len(calls) != 1 {
+		t.Errorf("rates tried %v, want the low one only", calls)
+	}
+}
+
+func TestAPoissonKneeBelowTheLowestLevelSweptIsAnError(t *testing.T) {
+	out := closedOutcome()
+	tr := Trial{Rate: 1, Kept: true, Point: knee.Point{Concurrency: 0.4, OutputTokensPerSecond: 50}}
+	_, err := poissonKnee(out.Profile, tr, out.Profile.Knee)
+	if err == nil || !strings.Contains(err.Error(), "mean in-flight load (0.4 at 1 requests/s) lies outside the concurrencies swept (1..16)") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestAnInterruptedPoissonSearchKeepsTheBestRateSoFarMarkedPartial(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		cancelAt    int // the trial during which the sweep is interrupted
+		wantKnee    float64
+		wantArrival knee.Arrivals
+		wantRates   []float64
+	}{
+		{"after a kept trial, the knee is the best kept rate's", 3, 1, knee.ArrivalsPoisson, []float64{2, 10}},
+		{"during the first trial, the knee stays the closed-loop one", 1, 8, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := closedOutcome()
+			closed := out.Profile.Knee
+			out.ClosedLoopKnee, out.ClosedLoopRate = &closed, 10
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			cfg := testConfig()
+			finished := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+			cfg.Clock = func() time.Time { return finished }
+			kept := fakeTrials(7, new([]float64))
+			n := 0
+			trial := func(ctx context.Context, i int, rate float64) (Trial, error) {
+				if n++; n == tc.cancelAt {
+					cancel()
+					return Trial{}, ctx.Err()
+				}
+				return kept(ctx, i, rate)
+			}
+			if err := cfg.poissonProfile(ctx, out, trial); err != nil {
+				t.Fatal(err)
+			}
+			p := out.Profile
+			if p == nil || !out.Interrupted || !p.Metadata.Partial || !strings.Contains(out.OpenLoopReason, "interrupted during the trial at") {
+				t.Fatalf("profile %v, interrupted %v, reason %q: want a partial profile", p != nil, out.Interrupted, out.OpenLoopReason)
+			}
+			if p.Knee.Concurrency != tc.wantKnee || p.Knee.Arrivals != tc.wantArrival || !p.Sweep.FinishedAt.Equal(finished) {
+				t.Errorf("knee %+v finished %s", p.Knee, p.Sweep.FinishedAt)
+			}
+			if diff := cmp.Diff(tc.wantRates, p.Sweep.RateLevels); diff != "" {
+				t.Errorf("rate levels (-want +got):\n%s", diff)
+			}
+			if err := p.Validate(); err != nil {
+				t.Errorf("the partial profile does not validate: %v", err)
+			}
+		})
+	}
+}
+
+func TestAPoissonSearchWithNoKeptRateWritesNoProfile(t *testing.T) {
+	out := closedOutcome()
+	closed := out.Profile.Knee
+	out.ClosedLoopKnee, out.ClosedLoopRate = &closed, 10
+	err := testConfig().poissonProfile(context.Background(), out, fakeTrials(0.5, new([]float64)))
+	if !errors.Is(err, ErrPoissonUnreachable) || out.Profile != nil {
+		t.Errorf("error %v, profile %v: want ErrPoissonUnreachable and no profile", err, out.Profile != nil)
+	}
+}

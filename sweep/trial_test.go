@@ -1,0 +1,138 @@
+package sweep
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+func TestATrialsInFlightIsTheExactIntegralOverItsSteadyPart(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	ok := func(start, ttft, e2e float64) Result {
+		return Result{Start: at(start), TTFT: time.Duration(ttft * 1e9), E2E: time.Duration(e2e * 1e9), OutputTokens: 11, PromptTokens: 5, Request: Request{PromptTokens: 5, MaxTokens: 11}}
+	}
+	reqs := []*sentRequest{
+		{sent: at(0), done: at(2), res: ok(0, 0.1, 2)},
+		{sent: at(1), done: at(3), res: ok(1, 0.1, 2)},
+		// Still in flight at the end: cut off, counted up to the end only.
+		{sent: at(2.5), done: at(10), res: Result{Start: at(2.5), TTFT: 200 * time.Millisecond, Err: context.Canceled}, cancelled: true},
+	}
+	slo := knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(time.Second), Quantile: 0.99}
+	tr := Trial{Steady: 3 * time.Second}
+	judgeTrial(&tr, reqs, TrialConfig{SLO: slo, Tick: time.Second, SLOWindow: time.Second}, at(1), at(4))
+	// Overlaps with [1, 4]: 1 + 2 + 1.5 = 4.5 request-seconds over 3 s.
+	if tr.InFlight != 1.5 || tr.Point.Concurrency != 1.5 {
+		t.Errorf("mean in-flight %g (point %g), want 1.5", tr.InFlight, tr.Point.Concurrency)
+	}
+	// Completed in the steady part: the first two; the cut-off one is not
+	// a completion, nor an error.
+	if len(tr.Completed) != 2 || tr.Errors != 0 || tr.Point.ErrorRate != 0 {
+		t.Errorf("completed %d, errors %d (rate %g), want 2 and none", len(tr.Completed), tr.Errors, tr.Point.ErrorRate)
+	}
+	// 2 × 11 tokens over 3 s.
+	if got := tr.Point.OutputTokensPerSecond; got < 7.33 || got > 7.34 {
+		t.Errorf("output tok/s %g, want 22 ÷ 3", got)
+	}
+	// Three TTFT events are too few for a windowed p99: never judged, so kept.
+	if !tr.Kept || tr.Ticks != 4 || tr.Judged != 0 {
+		t.Errorf("kept %v (%q), ticks %d judged %d; want kept with 4 unjudged ticks", tr.Kept, tr.Breach, tr.Ticks, tr.Judged)
+	}
+}
+
+func TestATrialBreakingTheWindowedSLOSaysWhichPercentileAndWhen(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var reqs []*sentRequest
+	// 300 requests, one every 100 ms; from 20 s on their TTFT is 2 s.
+	for i := range 300 {
+		start := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		ttft := 100 * time.Millisecond
+		if i >= 200 {
+			ttft = 2 * time.Second
+		}
+		e2e := ttft + 500*time.Millisecond
+		reqs = append(reqs, &sentRequest{sent: start, done: start.Add(e2e), res: Result{
+			Start: start, TTFT: ttft, E2E: e2e, OutputTokens: 51, PromptTokens: 10, Request: Request{PromptTokens: 10, MaxTokens: 51}}})
+	}
+	slo := knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(50 * time.Millisecond), Quantile: 0.99}
+	from, to := t0.Add(15*time.Second), t0.Add(30*time.Second)
+	tr := Trial{Steady: to.Sub(from)}
+	judgeTrial(&tr, reqs, TrialConfig{SLO: slo, Tick: time.Second, SLOWindow: 10 * time.Second}, from, to)
+	// The first 2 s TTFT lands at 22 s; the window's p99 over ~100
+	// requests crosses 1 s once two of them are in it: at the 23 s tick.
+	if tr.Kept || !strings.Contains(tr.Breach, "p99 TTFT") || !strings.Contains(tr.Breach, "> 1s at 8s into the steady part") || strings.Contains(tr.Breach, "TPOT") {
+		t.Errorf("kept %v, breach %q: want the TTFT p99 broken 8 s into the steady part", tr.Kept, tr.Breach)
+	}
+	if tr.Judged != tr.Ticks || tr.Ticks != 16 {
+		t.Errorf("judged %d of %d ticks, want all 16", tr.Judged, tr.Ticks)
+	}
+}
+
+// TestTheOutstandingCapEndsATrialAndItsRequestsAreCancelled drives a
+// server that never answers: the cap is reached after exactly cap
+// arrivals, the trial ends long before its steady part, as not kept, and
+// every request is cancelled (the server sees its context end; Close
+// would hang otherwise).
+func TestTheOutstandingCapEndsATrialAndItsRequestsAreCancelled(t *testing.T) {
+	var open, ended atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The body read to its end, the server watches the connection and
+		// ends the request's context when the client hangs up.
+		_, _ = io.Copy(io.Discard, r.Body)
+		open.Add(1)
+		<-r.Context().Done()
+		ended.Add(1)
+	}))
+	defer srv.Close()
+	var drawn int
+	start := time.Now()
+	tr, err := RunTrial(context.Background(), &Client{BaseURL: srv.URL + "/v1", Model: "m", Stream: true, HTTP: NewHTTPClient(8)}, TrialConfig{
+		Rate: 200, Warmup: time.Second, Steady: 30 * time.Second, Tick: time.Second, SLOWindow: time.Second,
+		MaxOutstanding: 5, Seed: 7, SLO: knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(time.Second), Quantile: 0.99},
+		Next: func() Request { drawn++; return Request{PromptTokens: 4, MaxTokens: 4} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the capped trial took %s", took)
+	}
+	if !tr.Capped || tr.Kept || tr.Sent != 5 || drawn != 5 || !strings.Contains(tr.Breach, "5 requests outstanding (the cap)") {
+		t.Errorf("capped %v, kept %v, sent %d, drawn %d, breach %q", tr.Capped, tr.Kept, tr.Sent, drawn, tr.Breach)
+	}
+	// Close waits for the handlers: every request that reached one (the
+	// last may have been cancelled on the way) must have ended.
+	srv.Close()
+	if open.Load() < 1 || open.Load() > 5 || ended.Load() != open.Load() {
+		t.Errorf("the server saw %d requests, %d of them ended", open.Load(), ended.Load())
+	}
+}
+
+func TestATrialRejectsBadSettings(t *testing.T) {
+	next := func() Request { return Request{} }
+	good := TrialConfig{Rate: 1, Steady: time.Second, Tick: time.Second, SLOWindow: time.Second, MaxOutstanding: 1, Next: next}
+	for _, tc := range []struct {
+		name   string
+		modify func(*TrialConfig)
+		want   string
+	}{
+		{"a zero rate", func(c *TrialConfig) { c.Rate = 0 }, "the arrival rate must be > 0"},
+		{"no steady part", func(c *TrialConfig) { c.Steady = 0 }, "must be > 0"},
+		{"a cap of 0", func(c *TrialConfig) { c.MaxOutstanding = 0 }, "the outstanding cap must be ≥ 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := good
+			tc.modify(&cfg)
+			if _, err := RunTrial(context.Background(), &Client{}, cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
