@@ -34,6 +34,8 @@ var (
 	colorLatency = color.RGBA{R: 148, G: 103, B: 189, A: 255} // purple
 	colorSLO     = color.RGBA{R: 214, G: 39, B: 40, A: 255}   // red
 	colorKnee    = color.RGBA{R: 255, G: 127, B: 14, A: 255}  // orange
+	// colorClosedKnee marks the closed-loop knee beside a poisson one.
+	colorClosedKnee = color.RGBA{R: 127, G: 127, B: 127, A: 255} // grey
 )
 
 // PlotFormat returns the image format for a plot file name: "png" or "svg".
@@ -111,7 +113,12 @@ func WritePlot(w io.Writer, p *knee.Profile, format string) error {
 
 func title(p *knee.Profile) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s · workload %s · knee at concurrency %s", p.Match.Model, p.Workload.Mix.Name, formatConcurrency(p.Knee.Concurrency))
+	if p.Knee.Arrivals == knee.ArrivalsPoisson {
+		fmt.Fprintf(&b, "%s · workload %s · poisson knee %s in flight at %g req/s (closed loop %s)", p.Match.Model, p.Workload.Mix.Name,
+			formatConcurrency(p.Knee.Concurrency), p.Knee.RequestsPerSecond, formatConcurrency(p.Knee.ClosedLoopConcurrency))
+	} else {
+		fmt.Fprintf(&b, "%s · workload %s · knee at concurrency %s", p.Match.Model, p.Workload.Mix.Name, formatConcurrency(p.Knee.Concurrency))
+	}
 	if p.Knee.LimitingResource != "" {
 		fmt.Fprintf(&b, " (%s)", strings.ReplaceAll(string(p.Knee.LimitingResource), "_", " "))
 	}
@@ -212,10 +219,20 @@ func finishPanel(pl *plot.Plot, p *knee.Profile, ymax float64) {
 	if p.Knee.Concurrency <= 0 {
 		return
 	}
-	k, _ := plotter.NewLine(plotter.XYs{{X: p.Knee.Concurrency, Y: 0}, {X: p.Knee.Concurrency, Y: ymax}})
-	k.Color, k.Width, k.Dashes = colorKnee, vg.Points(2), []vg.Length{vg.Points(2), vg.Points(2)}
-	pl.Add(k)
-	pl.Legend.Add("knee: concurrency "+formatConcurrency(p.Knee.Concurrency), k)
+	kneeLine := func(x float64, c color.Color, label string) {
+		k, _ := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: ymax}})
+		k.Color, k.Width, k.Dashes = c, vg.Points(2), []vg.Length{vg.Points(2), vg.Points(2)}
+		pl.Add(k)
+		pl.Legend.Add(label, k)
+	}
+	if p.Knee.Arrivals == knee.ArrivalsPoisson {
+		// The curve is closed-loop; the poisson knee sits on it at its
+		// mean in-flight load.
+		kneeLine(p.Knee.ClosedLoopConcurrency, colorClosedKnee, "closed-loop knee: concurrency "+formatConcurrency(p.Knee.ClosedLoopConcurrency))
+		kneeLine(p.Knee.Concurrency, colorKnee, fmt.Sprintf("poisson knee: %s in flight at %g req/s", formatConcurrency(p.Knee.Concurrency), p.Knee.RequestsPerSecond))
+		return
+	}
+	kneeLine(p.Knee.Concurrency, colorKnee, "knee: concurrency "+formatConcurrency(p.Knee.Concurrency))
 }
 
 // plainTicks are gonum's default ticks labelled without trailing zeros

@@ -84,6 +84,26 @@ func TestPlotAsSVGNamesTheKneeAndTheSLOs(t *testing.T) {
 	}
 }
 
+func TestPlotOfAPoissonProfileMarksBothKnees(t *testing.T) {
+	prof := truthProfile(t)
+	closed := prof.Knee.Concurrency
+	prof.Knee.Arrivals, prof.Knee.ClosedLoopConcurrency = knee.ArrivalsPoisson, closed
+	prof.Knee.Concurrency, prof.Knee.RequestsPerSecond = closed*0.6, 12.5
+	var buf bytes.Buffer
+	if err := WritePlot(&buf, prof, "svg"); err != nil {
+		t.Fatal(err)
+	}
+	svg := buf.String()
+	for _, want := range []string{
+		"closed-loop knee: concurrency " + formatConcurrency(closed),
+		"poisson knee: " + formatConcurrency(closed*0.6) + " in flight at 12.5 req/s",
+	} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("the SVG does not contain %q", want)
+		}
+	}
+}
+
 func TestPlotFormatFollowsTheExtension(t *testing.T) {
 	for _, tc := range []struct{ path, want, err string }{
 		{"knee.png", "png", ""},

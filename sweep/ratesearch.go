@@ -59,7 +59,7 @@ func (s *RateSearch) Record(kept bool) {
 	case s.trials == 2 && kept:
 		s.finish("the SLO held at the closed-loop knee's rate")
 	case s.trials-2 >= s.Steps:
-		s.finish(fmt.Sprintf("bisected %d times: the SLO held at %g× and broke at %g× the closed-loop knee's rate", s.Steps, s.lo, s.hi))
+		s.finish(fmt.Sprintf("after %d halvings the SLO held at %g× and broke at %g× the closed-loop knee's rate", s.Steps, s.lo, s.hi))
 	default:
 		s.next = (s.lo + s.hi) / 2
 	}

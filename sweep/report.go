@@ -43,10 +43,19 @@ func WriteReport(w io.Writer, out *Outcome, info ReportInfo) error {
 	fmt.Fprintf(&b, "| run | %s → %s (%s), %d levels |\n", out.Started.UTC().Format(time.RFC3339), out.Finished.UTC().Format(time.RFC3339),
 		out.Finished.Sub(out.Started).Round(time.Second), len(out.Levels))
 	fmt.Fprintf(&b, "| stopped | %s |\n", out.Reason)
+	if len(out.Trials) > 0 {
+		fmt.Fprintf(&b, "| open loop | %d Poisson trials; %s |\n", len(out.Trials), out.OpenLoopReason)
+	}
 	if p := out.Profile; p != nil {
 		k := p.Knee
-		fmt.Fprintf(&b, "| **knee** | **concurrency %s**: %.0f output tok/s, %.0f goodput tok/s, KV cache %.0f%%, limited by %s |\n",
-			formatConcurrency(k.Concurrency), k.OutputTokensPerSecond, k.GoodputTokensPerSecond, 100*k.KVCacheUsage, k.LimitingResource)
+		if k.Arrivals == knee.ArrivalsPoisson {
+			fmt.Fprintf(&b, "| **knee** (poisson) | **%g requests/s, %s in flight**: %.0f output tok/s, %.0f goodput tok/s, KV cache %.0f%%, limited by %s (closed-loop knee: concurrency %s) |\n",
+				k.RequestsPerSecond, formatConcurrency(k.Concurrency), k.OutputTokensPerSecond, k.GoodputTokensPerSecond, 100*k.KVCacheUsage, k.LimitingResource,
+				formatConcurrency(k.ClosedLoopConcurrency))
+		} else {
+			fmt.Fprintf(&b, "| **knee** | **concurrency %s**: %.0f output tok/s, %.0f goodput tok/s, KV cache %.0f%%, limited by %s |\n",
+				formatConcurrency(k.Concurrency), k.OutputTokensPerSecond, k.GoodputTokensPerSecond, 100*k.KVCacheUsage, k.LimitingResource)
+		}
 		if p.Metadata.Partial {
 			fmt.Fprintf(&b, "| partial | yes: the knee is a lower bound (%s) |\n", out.Reason)
 		}
@@ -79,6 +88,8 @@ func WriteReport(w io.Writer, out *Outcome, info ReportInfo) error {
 			seconds(pt.TTFT.P50), seconds(pt.TTFT.P99), seconds(pt.TPOT.P50), seconds(pt.TPOT.P99),
 			100*pt.KVCacheUsage, pt.Running, pt.Waiting, pt.PreemptionsPerSecond, gpu, verdict(lv, info.SLO))
 	}
+
+	writeOpenLoop(&b, out, info.SLO)
 
 	if notes := reportNotes(out); len(notes) > 0 {
 		fmt.Fprintf(&b, "\n## Notes\n\n")
@@ -165,6 +176,11 @@ func reportNotes(out *Outcome) []string {
 	}
 	for _, p := range slices.Sorted(maps.Keys(problems)) {
 		notes = append(notes, "metrics: "+p)
+	}
+	for _, tr := range out.Trials {
+		for _, p := range tr.MetricProblems {
+			problems[p] = true
+		}
 	}
 	if out.Interrupted {
 		notes = append(notes, "The sweep was interrupted; the profile is marked partial.")

@@ -73,3 +73,50 @@ func TestReportMatchesTheGoldenFile(t *testing.T) {
 		t.Errorf("report differs from %s (-want +got); rerun with -update if the change is intended:\n%s", golden, diff)
 	}
 }
+
+// fixedPoissonOutcome is fixedOutcome followed by three Poisson trials:
+// 0.2× and 0.6× kept, 1× broke on TTFT, and a knee moved to 0.6×.
+func fixedPoissonOutcome() *Outcome {
+	out := fixedOutcome()
+	closed := out.Profile.Knee
+	out.ClosedLoopKnee, out.ClosedLoopRate = &closed, 5
+	trial := func(f, inFlight float64, kept bool, breach string, judged int) Trial {
+		return Trial{Rate: 5 * f, Fraction: f, Sent: int(5 * f * 660), InFlight: inFlight, Kept: kept, Breach: breach,
+			Point:     knee.Point{Concurrency: inFlight, OutputTokensPerSecond: 180 * 5 * f, GoodputTokensPerSecond: 170 * 5 * f},
+			Completed: make([]Result, int(5*f*600)), TTFTAtQuantile: 0.2 + f/4, TPOTAtQuantile: 0.01 + f/100,
+			Ticks: 121, Judged: judged, Steady: 10 * time.Minute}
+	}
+	out.Trials = []Trial{
+		trial(0.2, 1.4, true, "", 101),
+		trial(1, 9.5, false, "p99 TTFT 1.2s > 500ms at 3m5s into the steady part", 121),
+		trial(0.6, 4.25, true, "", 121),
+	}
+	out.OpenLoopReason = "after 1 halvings the SLO held at 0.6× and broke at 1× the closed-loop knee's rate"
+	out.Profile.Knee = knee.Knee{Concurrency: 4.25, OutputTokensPerSecond: 540, GoodputTokensPerSecond: 510, KVCacheUsage: 0.3,
+		LimitingResource: knee.ResourceCompute, Arrivals: knee.ArrivalsPoisson, RequestsPerSecond: 3, ClosedLoopConcurrency: 8}
+	return out
+}
+
+func TestAPoissonReportShowsEachTrialAndBothKneesMatchingTheGoldenFile(t *testing.T) {
+	var b bytes.Buffer
+	err := WriteReport(&b, fixedPoissonOutcome(), ReportInfo{
+		Target: "http://10.0.0.7:8000/v1", Model: "meta-llama/Llama-3.1-8B-Instruct", Workload: "chat",
+		SLO: knee.SLO{TTFT: knee.Duration(500 * time.Millisecond), TPOT: knee.Duration(30 * time.Millisecond), Quantile: 0.99},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const golden = "testdata/report-poisson.golden.md"
+	if *update {
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), b.String()); diff != "" {
+		t.Errorf("report differs from %s (-want +got); rerun with -update if the change is intended:\n%s", golden, diff)
+	}
+}

@@ -1,0 +1,65 @@
+package sweep
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// writeOpenLoop writes the report's open-loop section when the sweep ran
+// Poisson trials: the closed-loop and poisson knees side by side, then one
+// row per trial in run order.
+func writeOpenLoop(b *bytes.Buffer, out *Outcome, slo knee.SLO) {
+	if len(out.Trials) == 0 {
+		return
+	}
+	q := quantileLabel(slo.Quantile)
+	fmt.Fprintf(b, "\n## Open loop (Poisson arrivals)\n\n")
+	fmt.Fprintf(b, "Each trial sends requests at exponentially distributed gaps, never waiting for answers, as users do. "+
+		"A trial keeps the SLO when the %s TTFT and TPOT over a sliding window held at every tick of its steady part, "+
+		"at most %.0f%% of its requests failed, and it never reached the cap on outstanding requests. "+
+		"In flight is the client's mean over the steady part.\n\n", q, 100*MaxErrorRate)
+	if ck := out.ClosedLoopKnee; ck != nil {
+		fmt.Fprintf(b, "| knee | requests/s | in flight | output tok/s | goodput tok/s | KV cache | limited by |\n")
+		fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---|\n")
+		fmt.Fprintf(b, "| closed loop | %.3g | %s | %.1f | %.1f | %.1f%% | %s |\n", out.ClosedLoopRate, formatConcurrency(ck.Concurrency),
+			ck.OutputTokensPerSecond, ck.GoodputTokensPerSecond, 100*ck.KVCacheUsage, ck.LimitingResource)
+		if p := out.Profile; p != nil && p.Knee.Arrivals == knee.ArrivalsPoisson {
+			k := p.Knee
+			fmt.Fprintf(b, "| **poisson** | **%.3g** (%.2f×) | **%s** (%.2f×) | %.1f | %.1f | %.1f%% | %s |\n",
+				k.RequestsPerSecond, k.RequestsPerSecond/out.ClosedLoopRate, formatConcurrency(k.Concurrency), k.Concurrency/ck.Concurrency,
+				k.OutputTokensPerSecond, k.GoodputTokensPerSecond, 100*k.KVCacheUsage, k.LimitingResource)
+		} else {
+			fmt.Fprintf(b, "| poisson | none | | | | | |\n")
+		}
+		fmt.Fprintln(b)
+	}
+	fmt.Fprintf(b, "| trial | requests/s | × closed-loop rate | sent | completed | in flight | output tok/s | goodput tok/s | %s TTFT | %s TPOT | judged ticks | steady | SLO |\n", q, q)
+	fmt.Fprintf(b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for i, tr := range out.Trials {
+		v := "✓ kept"
+		if !tr.Kept {
+			v = "✗ " + tr.Breach
+		}
+		fmt.Fprintf(b, "| %d | %g | %.3f | %d | %d | %s | %.1f | %.1f | %s | %s | %d/%d | %s | %s |\n",
+			i+1, tr.Rate, tr.Fraction, tr.Sent, len(tr.Completed), formatConcurrency(tr.Point.Concurrency),
+			tr.Point.OutputTokensPerSecond, tr.Point.GoodputTokensPerSecond,
+			knownSeconds(tr.TTFTAtQuantile), knownSeconds(tr.TPOTAtQuantile), tr.Judged, tr.Ticks, tr.Steady.Round(time.Second), v)
+	}
+	for i, tr := range out.Trials {
+		if tr.Kept && tr.Judged < tr.Ticks {
+			fmt.Fprintf(b, "\nTrial %d: the SLO could not be judged at %d of %d ticks (a window held fewer than %d requests, even stretched to %s); "+
+				"a longer `--open-loop-steady` judges a low rate on more requests.\n", i+1, tr.Ticks-tr.Judged, tr.Ticks, knee.MinWindowRequests, knee.MaxWindowStretch)
+		}
+	}
+}
+
+// knownSeconds is seconds, or a dash for an unknown value.
+func knownSeconds(s float64) string {
+	if !knee.Known(s) {
+		return "–"
+	}
+	return seconds(s)
+}
