@@ -22,7 +22,7 @@ import (
 )
 
 func init() {
-	register("sweep", "measure a replica's knee with a closed-loop concurrency sweep; write its profile, plot and report", runSweep)
+	register("sweep", "measure a replica's knee with a closed-loop concurrency sweep (and, with --arrivals poisson, steady Poisson trials); write its profile, plot and report", runSweep)
 }
 
 // apiKeyEnv are the variables an API key is read from, in order, when no
@@ -59,12 +59,18 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	name := fs.String("name", "", "profile name (default: model and workload)")
 	gpu := fs.String("gpu", "", "GPU model for the profile's match when no --dcgm-url says it")
 	engineVersion := fs.String("engine-version", "", "engine version for the profile's match, e.g. 0.11.0")
+	arrivals := fs.String("arrivals", string(knee.ArrivalsClosedLoop), "how the knee is measured: closed-loop, or poisson (after the closed-loop search, steady Poisson trials find the largest rate that keeps the SLO: the knee for open traffic)")
+	olWarmup := fs.Duration("open-loop-warmup", sweep.DefaultOpenLoopWarmup, "with --arrivals poisson: how long each trial runs before its SLO is judged")
+	olSteady := fs.Duration("open-loop-steady", sweep.DefaultOpenLoopSteady, "with --arrivals poisson: how long each trial's SLO is judged (about 7 trials run)")
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kneewatch sweep --target URL --model NAME --slo-ttft D --slo-tpot D --out profile.yaml [flags]")
 		fmt.Fprintln(stderr, "\nDrives the endpoint closed-loop at concurrency 1, 2, 4, … until the SLO breaks, throughput")
 		fmt.Fprintln(stderr, "stops growing or errors pass 1%, then refines between the last good and the first bad level.")
 		fmt.Fprintln(stderr, "Writes the knee profile `kneewatch serve` reads, and optionally a plot and a report.")
+		fmt.Fprintln(stderr, "With --arrivals poisson it then bisects a steady Poisson request rate between 0.2× and 1× the")
+		fmt.Fprintln(stderr, "closed-loop knee's rate (about 7 trials of --open-loop-warmup + --open-loop-steady each) and")
+		fmt.Fprintln(stderr, "reports the largest rate that kept the SLO: the knee to give kneewatch for open traffic.")
 		fmt.Fprintln(stderr, "Ctrl-C stops at once and writes what was measured, marked partial.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
@@ -94,6 +100,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("sweep: --precision must be in (0,1), got %v", *precision)
 	case *maxLevels < 0 || *minRequests < 0 || *warmup < 0:
 		return errors.New("sweep: --max-levels, --min-requests and --warmup-requests must be ≥ 0")
+	}
+	if err := checkArrivals(fs, *arrivals, *olWarmup, *olSteady); err != nil {
+		return fmt.Errorf("sweep: %w", err)
 	}
 	if *plotPath != "" {
 		if _, err := sweep.PlotFormat(*plotPath); err != nil {
@@ -145,6 +154,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Name: *name, GPU: *gpu, EngineVersion: *engineVersion, TargetLabel: sweep.Redact(base),
 		Logger:   logger,
 		Progress: sweep.NewProgress(stderr, isTerminal(stderr), logger, 10*time.Second),
+		Arrivals: knee.Arrivals(*arrivals),
+		OpenLoop: sweep.OpenLoopConfig{Warmup: *olWarmup, Steady: *olSteady},
 	})
 	if res == nil {
 		return fmt.Errorf("sweep: %w", runErr)
@@ -171,9 +182,14 @@ func writeSweepOutputs(res *sweep.Outcome, out, plotPath, reportPath string, inf
 		if err := sweep.WriteFileAtomic(out, data); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "knee: concurrency %g (%.0f output tok/s, limited by %s)%s\nprofile: %s\n",
-			res.Profile.Knee.Concurrency, res.Profile.Knee.OutputTokensPerSecond, res.Profile.Knee.LimitingResource,
-			cmp.Or(map[bool]string{true: " — partial"}[res.Profile.Metadata.Partial], ""), out)
+		k, partial := res.Profile.Knee, cmp.Or(map[bool]string{true: " — partial"}[res.Profile.Metadata.Partial], "")
+		if k.Arrivals == knee.ArrivalsPoisson {
+			fmt.Fprintf(stdout, "knee (poisson): %g requests/s, %g in flight (%.0f output tok/s, limited by %s; closed-loop knee: concurrency %g)%s\nprofile: %s\n",
+				k.RequestsPerSecond, k.Concurrency, k.OutputTokensPerSecond, k.LimitingResource, k.ClosedLoopConcurrency, partial, out)
+		} else {
+			fmt.Fprintf(stdout, "knee: concurrency %g (%.0f output tok/s, limited by %s)%s\nprofile: %s\n",
+				k.Concurrency, k.OutputTokensPerSecond, k.LimitingResource, partial, out)
+		}
 		info.ProfileFile = relativeTo(reportPath, out)
 		if plotPath != "" {
 			if err := sweep.SavePlot(plotPath, res.Profile); err != nil {
@@ -188,6 +204,33 @@ func writeSweepOutputs(res *sweep.Outcome, out, plotPath, reportPath string, inf
 			return err
 		}
 		fmt.Fprintf(stdout, "report: %s\n", reportPath)
+	}
+	return nil
+}
+
+// checkArrivals validates --arrivals and the open-loop flags, which only
+// mean something with --arrivals poisson.
+func checkArrivals(fs *flag.FlagSet, arrivals string, warmup, steady time.Duration) error {
+	switch knee.Arrivals(arrivals) {
+	case knee.ArrivalsClosedLoop:
+		var set []string
+		fs.Visit(func(f *flag.Flag) {
+			if strings.HasPrefix(f.Name, "open-loop-") {
+				set = append(set, "--"+f.Name)
+			}
+		})
+		if len(set) > 0 {
+			return fmt.Errorf("%s only apply with --arrivals poisson", strings.Join(set, " and "))
+		}
+	case knee.ArrivalsPoisson:
+		if warmup <= 0 {
+			return fmt.Errorf("--open-loop-warmup must be > 0, got %s", warmup)
+		}
+		if steady <= 0 {
+			return fmt.Errorf("--open-loop-steady must be > 0, got %s", steady)
+		}
+	default:
+		return fmt.Errorf("--arrivals must be %s or %s, got %q", knee.ArrivalsClosedLoop, knee.ArrivalsPoisson, arrivals)
 	}
 	return nil
 }
