@@ -57,6 +57,12 @@ func TestPoissonSweepFindsAKneeBelowTheClosedLoopOne(t *testing.T) {
 	if !(k.Concurrency < closed.Concurrency) {
 		t.Errorf("the poisson knee's mean in-flight %g is not below the closed-loop knee %g", k.Concurrency, closed.Concurrency)
 	}
+	// The knee's trial was judged, not waved through for want of requests.
+	for _, tr := range out.Trials {
+		if tr.Rate == k.RequestsPerSecond && tr.Judged < tr.Ticks/2 {
+			t.Errorf("the poisson knee's trial was judged at only %d of %d ticks", tr.Judged, tr.Ticks)
+		}
+	}
 	if len(prof.Sweep.RateLevels) != len(out.Trials) || len(prof.Sweep.Levels) != len(out.Levels) || len(prof.Points) != len(out.Levels) {
 		t.Errorf("rate levels %v for %d trials, levels %v and %d points for %d closed-loop levels",
 			prof.Sweep.RateLevels, len(out.Trials), prof.Sweep.Levels, len(prof.Points), len(out.Levels))
@@ -83,7 +89,10 @@ func TestPoissonSweepFindsAKneeBelowTheClosedLoopOne(t *testing.T) {
 	tr, err := RunTrial(context.Background(), st.client(16), TrialConfig{
 		Rate: 4 * out.ClosedLoopRate, Warmup: time.Second, Steady: 20 * time.Second, Tick: 250 * time.Millisecond, SLOWindow: 2 * time.Second,
 		MaxOutstanding: 8, Seed: 1, SLO: slo,
-		Next: func() Request { w := gen.Next(); return Request{PromptTokens: w.PromptTokens, MaxTokens: w.OutputTokens} },
+		Next: func() Request {
+			w := gen.Next()
+			return Request{PromptTokens: w.PromptTokens, MaxTokens: w.OutputTokens}
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
