@@ -37,6 +37,11 @@ func (p *Profile) sloMargin(pt *Point) (float64, bool) {
 // not bind (KV-bound) stays until the stretched latencies reach the SLO
 // below it. ok is false when the profile's latencies cannot be read (see
 // sloMargin).
+//
+// A knee measured under Poisson arrivals sits below the closed-loop knee of
+// the same sweep, whose points are the curve; the closed-loop latencies
+// there are still under the SLO, so the crossing is read up to the
+// closed-loop knee and the Poisson knee moves in proportion.
 func (p *Profile) speedKnee(e float64) (float64, bool) {
 	kneeC := p.Knee.Concurrency
 	if !(e > 0) || len(p.Points) == 0 || !(kneeC > 0) {
@@ -45,6 +50,16 @@ func (p *Profile) speedKnee(e float64) (float64, bool) {
 	if e >= 1 {
 		return kneeC, true
 	}
+	if closed := p.Knee.ClosedLoopConcurrency; p.Knee.Arrivals == ArrivalsPoisson && closed > 0 {
+		moved, ok := p.curveSpeedKnee(e, closed)
+		return moved * kneeC / closed, ok
+	}
+	return p.curveSpeedKnee(e, kneeC)
+}
+
+// curveSpeedKnee is speedKnee read on the curve for a knee at kneeC whose
+// latencies the curve's points measured.
+func (p *Profile) curveSpeedKnee(e, kneeC float64) (float64, bool) {
 	prevC, prevM := 0.0, 0.0
 	for i := range p.Points {
 		pt := &p.Points[i]

@@ -180,3 +180,26 @@ func TestKneePromptRateIsReadOffTheCurveAtTheKnee(t *testing.T) {
 		t.Errorf("past the last point: %g, want unknown", got)
 	}
 }
+
+func TestSpeedKneeOfAPoissonKneeMovesInProportionToTheClosedLoopOne(t *testing.T) {
+	closed := chatLikeProfile()
+	poisson := chatLikeProfile()
+	poisson.Knee.Arrivals = ArrivalsPoisson
+	poisson.Knee.Concurrency, poisson.Knee.RequestsPerSecond, poisson.Knee.ClosedLoopConcurrency = 80, 28, 132
+	for _, e := range []float64{0.9, 0.7, 0.5} {
+		want, ok := closed.speedKnee(e)
+		if !ok {
+			t.Fatalf("closed-loop speedKnee(%g) not ok", e)
+		}
+		got, ok := poisson.speedKnee(e)
+		if !ok {
+			t.Fatalf("Poisson speedKnee(%g) not ok", e)
+		}
+		// A slower replica's Poisson knee falls as far, in proportion, as its
+		// closed-loop one: not stuck at 80 because the closed-loop latencies
+		// there are under the SLO.
+		if diff := cmp.Diff(want*80/132, got, approx); diff != "" || !(got < 80) {
+			t.Errorf("speedKnee(%g) (-want +got):\n%s", e, diff)
+		}
+	}
+}
