@@ -100,10 +100,11 @@ func (r *Report) headroomTable(p func(string, ...any)) {
 	p("At every scrape after the first window, |kneewatch's exported headroom − the true headroom|, both clamped\n")
 	p("to [0, 1] (past the knee any negative value means the same thing; under it the number is what capacity is\n")
 	p("planned on).\n\n")
-	p("| scenario | mean error | max error (at) | scrapes compared | scrapes without a headroom |\n|---|---|---|---|---|\n")
+	p("| scenario | mean error | 95th percentile | max error (at) | scrapes within %.1f | scrapes compared | scrapes without a headroom |\n|---|---|---|---|---|---|---|\n", headroomGoal)
 	for _, res := range r.Results {
 		e := res.Headroom
-		p("| %d %s | %.3f | %.3f (%s) | %d | %d |\n", res.Scenario.ID, res.Scenario.Name, e.Mean, e.Max, clock(e.MaxAt), e.Samples, e.Unknown)
+		p("| %d %s | %.3f | %.3f | %.3f (%s) | %.1f%% | %d | %d |\n", res.Scenario.ID, res.Scenario.Name, e.Mean, e.P95, e.Max, clock(e.MaxAt),
+			100*e.WithinGoal, e.Samples, e.Unknown)
 	}
 	p("\n")
 }

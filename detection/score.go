@@ -130,6 +130,9 @@ func mergeFirings(fs []Firing, end time.Time) []Episode {
 // capacity decisions are made on.
 type HeadroomError struct {
 	Mean, Max float64
+	// P95 is the 95th percentile of the errors, and WithinGoal the share
+	// of compared scrapes whose error was at most headroomGoal.
+	P95, WithinGoal float64
 	// MaxAt is when the largest error was seen.
 	MaxAt time.Time
 	// Samples were compared; Unknown scrapes had no inferred headroom
@@ -140,6 +143,7 @@ type HeadroomError struct {
 func headroomError(inferred []float64, truth []TruthPoint, skip int) HeadroomError {
 	var e HeadroomError
 	var sum float64
+	var errs []float64
 	for i := skip; i < len(truth) && i < len(inferred); i++ {
 		if !knee.Known(inferred[i]) {
 			e.Unknown++
@@ -147,6 +151,10 @@ func headroomError(inferred []float64, truth []TruthPoint, skip int) HeadroomErr
 		}
 		d := math.Abs(clamp01(inferred[i]) - clamp01(truth[i].Headroom))
 		sum += d
+		errs = append(errs, d)
+		if d <= headroomGoal {
+			e.WithinGoal++
+		}
 		e.Samples++
 		if d > e.Max {
 			e.Max, e.MaxAt = d, truth[i].At
@@ -154,6 +162,9 @@ func headroomError(inferred []float64, truth []TruthPoint, skip int) HeadroomErr
 	}
 	if e.Samples > 0 {
 		e.Mean = sum / float64(e.Samples)
+		e.WithinGoal /= float64(e.Samples)
+		slices.Sort(errs)
+		e.P95 = knee.SampleQuantile(errs, 0.95)
 	}
 	return e
 }

@@ -86,8 +86,22 @@ func TestHeadroomErrorClampsBothSidesToZeroOne(t *testing.T) {
 	truth := []TruthPoint{{At: at(0), Headroom: 0.9}, {At: at(1), Headroom: 0.5}, {At: at(2), Headroom: -3}, {At: at(3), Headroom: 0.2}}
 	inferred := []float64{0.1, 0.45, -1.5, nanValue()}
 	got := headroomError(inferred, truth, 1)
-	want := HeadroomError{Mean: 0.025, Max: 0.05, MaxAt: at(1), Samples: 2, Unknown: 1}
+	want := HeadroomError{Mean: 0.025, Max: 0.05, MaxAt: at(1), P95: 0.0475, WithinGoal: 1, Samples: 2, Unknown: 1}
 	if diff := cmp.Diff(want, got, approx); diff != "" {
 		t.Errorf("headroomError (-want +got):\n%s", diff)
+	}
+}
+
+func TestHeadroomErrorTailAndShareWithinTheGoal(t *testing.T) {
+	// Errors 0, 0.01, …, 0.19: eleven of twenty within 0.1.
+	var truth []TruthPoint
+	var inferred []float64
+	for i := range 20 {
+		truth = append(truth, TruthPoint{At: at(float64(i)), Headroom: 0.5})
+		inferred = append(inferred, 0.5-float64(i)/100)
+	}
+	got := headroomError(inferred, truth, 0)
+	if diff := cmp.Diff([]float64{0.55, 0.1805, 0.19}, []float64{got.WithinGoal, got.P95, got.Max}, approx); diff != "" {
+		t.Errorf("share within 0.1, p95, max (-want +got):\n%s", diff)
 	}
 }
