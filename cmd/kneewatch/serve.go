@@ -50,6 +50,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	logger := settings.Logger(stderr)
+	profiles, err := collector.LoadProfiles(cfg)
+	if err != nil {
+		return err
+	}
+	warnClosedLoopKnees(logger, profiles)
 	prober, err := newProber(cfg.Probes, settings.Window.D(), targets, logger)
 	if err != nil {
 		return err
