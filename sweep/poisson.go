@@ -97,11 +97,11 @@ func (cfg *Config) poissonProfile(ctx context.Context, out *Outcome, trial trial
 	return nil
 }
 
-// searchRate runs the trials RateSearch asks for and returns the index in
+// searchRate runs the trials knee.RateSearch asks for and returns the index in
 // out.Trials of the best kept one (−1 when none). An interrupted search
 // returns an error wrapping the context's, with out.Interrupted set.
 func (cfg *Config) searchRate(ctx context.Context, out *Outcome, trial trialFunc) (int, error) {
-	search, err := NewRateSearch(cfg.OpenLoop.Low, cfg.OpenLoop.Steps)
+	search, err := knee.NewRateSearch(cfg.OpenLoop.Low, cfg.OpenLoop.Steps)
 	if err != nil {
 		return -1, err
 	}

@@ -1,4 +1,4 @@
-package sweep
+package knee
 
 import "fmt"
 
