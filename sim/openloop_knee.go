@@ -18,10 +18,10 @@ var ErrOpenLoopSLOUnreachable = errors.New("the SLO breaks under Poisson arrival
 // findPoissonKnee moves closed's knee to the one open-loop traffic has.
 // Closed-loop clients pace themselves by the replica, so prefills never
 // bunch up and the queue never grows; Poisson arrivals do both, and break
-// the SLO at a lower rate. It bisects a steady Poisson rate between ol.Low
-// and 1 × the closed-loop knee's request rate: Low must keep the SLO, 1 is
-// the knee if it keeps it, else ol.Steps halvings of the bracket. Each trial
-// is RunOpenLoop; the knee is the trial at the largest rate that kept the
+// the SLO at a lower rate. knee.RateSearch bisects a steady Poisson rate
+// between ol.Low and 1 × the closed-loop knee's request rate: Low must keep
+// the SLO, 1 is the knee if it keeps it, else ol.Steps halvings of the
+// bracket. Each trial is RunOpenLoop; the knee is the trial at the largest rate that kept the
 // SLO, its concurrency the mean in-flight requests there.
 func findPoissonKnee(ctx context.Context, cfg KneeConfig, ol OpenLoopConfig, closed knee.Profile, clock func() time.Time) (knee.Profile, error) {
 	log := cfg.Logger
@@ -47,34 +47,32 @@ func findPoissonKnee(ctx context.Context, cfg KneeConfig, ol OpenLoopConfig, clo
 		return lv, nil
 	}
 
-	lo, hi := ol.Low, 1.0
-	best, err := trial(lo)
+	search, err := knee.NewRateSearch(ol.Low, ol.Steps)
 	if err != nil {
 		return closed, err
 	}
-	if !best.KeptSLO {
-		return closed, fmt.Errorf("%w: workload %s at %g requests/s (%g× the closed-loop knee's %g requests/s at concurrency %g); "+
-			"lower the open-loop low bound or loosen the SLO", ErrOpenLoopSLOUnreachable, workloadName(closed), best.Rate, lo, closedRate, closed.Knee.Concurrency)
-	}
-	top, err := trial(hi)
-	if err != nil {
-		return closed, err
-	}
-	if top.KeptSLO {
-		best, lo = top, hi
-	}
-	for i := 0; i < ol.Steps && lo < hi; i++ {
-		mid := (lo + hi) / 2
-		lv, err := trial(mid)
+	var best OpenLoopLevel
+	for {
+		frac, ok := search.Next()
+		if !ok {
+			break
+		}
+		lv, err := trial(frac)
 		if err != nil {
 			return closed, err
 		}
+		search.Record(lv.KeptSLO)
 		if lv.KeptSLO {
-			best, lo = lv, mid
-		} else {
-			hi = mid
+			best = lv
 		}
 	}
+	if !(search.Best() > 0) {
+		// The search stops at once when Low breaks the SLO: the only trial.
+		lowRate := p.Sweep.RateLevels[0]
+		return closed, fmt.Errorf("%w: workload %s at %g requests/s (%g× the closed-loop knee's %g requests/s at concurrency %g); "+
+			"lower the open-loop low bound or loosen the SLO", ErrOpenLoopSLOUnreachable, workloadName(closed), lowRate, ol.Low, closedRate, closed.Knee.Concurrency)
+	}
+	log.Debug("poisson search ended", "why", search.Done())
 
 	at := best.Point
 	p.Knee = knee.Knee{
