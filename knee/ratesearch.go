@@ -1,6 +1,74 @@
 package knee
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
+
+// PoissonSearch is how a Poisson knee search runs: the settings of each
+// steady-rate trial and of the RateSearch over them. The simulator and the
+// sweep share it and keep their own defaults; a zero field takes the
+// caller's default.
+type PoissonSearch struct {
+	// Warmup is run before a trial's SLO is judged, so the queue and the
+	// KV cache reach their steady state.
+	Warmup time.Duration
+	// Steady is the judged part of a trial: long enough for Poisson
+	// bunching to show its bad minutes.
+	Steady time.Duration
+	// Tick is how often in the steady part the windowed SLO is judged (a
+	// scrape interval).
+	Tick time.Duration
+	// SLOWindow is the width of the windowed SLO percentiles.
+	SLOWindow time.Duration
+	// Low is the first rate tried, as a fraction of the closed-loop knee's
+	// request rate, in (0,1). It must keep the SLO.
+	Low float64
+	// Steps is how many times the bracket [Low, 1] is halved after Low and 1.
+	Steps int
+}
+
+// WithDefaults fills s's zero fields from d (the caller's defaults) and
+// validates the result.
+func (s PoissonSearch) WithDefaults(d PoissonSearch) (PoissonSearch, error) {
+	for _, f := range []struct{ v, d *time.Duration }{
+		{&s.Warmup, &d.Warmup}, {&s.Steady, &d.Steady}, {&s.Tick, &d.Tick}, {&s.SLOWindow, &d.SLOWindow},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.d
+		}
+	}
+	if s.Low == 0 {
+		s.Low = d.Low
+	}
+	if s.Steps == 0 {
+		s.Steps = d.Steps
+	}
+	return s, s.Validate()
+}
+
+// Validate names the first bad setting. Zero means the caller's default
+// and passes, so it serves before or after defaults are filled in; a tick
+// longer than the steady part is caught once both are set.
+func (s PoissonSearch) Validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"warmup", s.Warmup}, {"steady", s.Steady}, {"tick", s.Tick}, {"SLO window", s.SLOWindow}} {
+		if d.v < 0 {
+			return fmt.Errorf("open loop: %s must be ≥ 0 (0 = default), got %s", d.name, d.v)
+		}
+	}
+	switch {
+	case s.Low != 0 && !(s.Low > 0 && s.Low < 1): // NaN fails both comparisons
+		return fmt.Errorf("open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default), got %v", s.Low)
+	case s.Steps < 0:
+		return fmt.Errorf("open loop: steps must be ≥ 0 (0 = default), got %d", s.Steps)
+	case s.Tick > 0 && s.Steady > 0 && s.Tick > s.Steady:
+		return fmt.Errorf("open loop: tick %s is longer than the steady part %s, so the SLO would never be judged", s.Tick, s.Steady)
+	}
+	return nil
+}
 
 // RateSearch decides which steady Poisson request rate to try next, as a
 // fraction of the closed-loop knee's request rate. It tries Low first

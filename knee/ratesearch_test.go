@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -85,5 +86,47 @@ func TestRateSearchRejectsBadSettings(t *testing.T) {
 				t.Errorf("error %v, want one saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestPoissonSearchWithDefaultsFillsOnlyTheZeroFields(t *testing.T) {
+	defaults := PoissonSearch{Warmup: time.Minute, Steady: 10 * time.Minute, Tick: 5 * time.Second,
+		SLOWindow: 30 * time.Second, Low: 0.2, Steps: 5}
+	got, err := PoissonSearch{Steady: 3 * time.Minute, Low: 0.5}.WithDefaults(defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := PoissonSearch{Warmup: time.Minute, Steady: 3 * time.Minute, Tick: 5 * time.Second,
+		SLOWindow: 30 * time.Second, Low: 0.5, Steps: 5}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("settings (-want +got):\n%s", diff)
+	}
+}
+
+func TestPoissonSearchValidateNamesTheBadSetting(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    PoissonSearch
+		want string
+	}{
+		{"a negative warmup", PoissonSearch{Warmup: -time.Minute}, "open loop: warmup must be ≥ 0 (0 = default), got -1m0s"},
+		{"a negative steady part", PoissonSearch{Steady: -time.Second}, "open loop: steady must be ≥ 0 (0 = default), got -1s"},
+		{"a negative tick", PoissonSearch{Tick: -time.Second}, "open loop: tick must be ≥ 0 (0 = default), got -1s"},
+		{"a negative SLO window", PoissonSearch{SLOWindow: -time.Second}, "open loop: SLO window must be ≥ 0 (0 = default), got -1s"},
+		{"a low at the knee's rate", PoissonSearch{Low: 1}, "open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default), got 1"},
+		{"a low that is not a number", PoissonSearch{Low: math.NaN()}, "open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default), got NaN"},
+		{"negative steps", PoissonSearch{Steps: -1}, "open loop: steps must be ≥ 0 (0 = default), got -1"},
+		{"a tick longer than the steady part", PoissonSearch{Steady: time.Second, Tick: 5 * time.Second},
+			"open loop: tick 5s is longer than the steady part 1s, so the SLO would never be judged"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.s.Validate()
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if err := (PoissonSearch{}).Validate(); err != nil {
+		t.Errorf("all zero (all defaults) should pass, got %v", err)
 	}
 }

@@ -250,12 +250,12 @@ func TestFindKneeRejectsBadOpenLoopConfig(t *testing.T) {
 		want     string
 	}{
 		{"low at 1", knee.ArrivalsPoisson, OpenLoopConfig{Low: 1},
-			"open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default 0.2), got 1"},
+			"open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default), got 1"},
 		{"low negative", knee.ArrivalsPoisson, OpenLoopConfig{Low: -0.1},
-			"open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default 0.2), got -0.1"},
+			"open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default), got -0.1"},
 		{"low not a number", knee.ArrivalsPoisson, OpenLoopConfig{Low: math.NaN()},
-			"open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default 0.2), got NaN"},
-		{"negative steps", knee.ArrivalsPoisson, OpenLoopConfig{Steps: -1}, "open loop: steps must be ≥ 0 (0 = default 6), got -1"},
+			"open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default), got NaN"},
+		{"negative steps", knee.ArrivalsPoisson, OpenLoopConfig{Steps: -1}, "open loop: steps must be ≥ 0 (0 = default), got -1"},
 		{"negative warmup", knee.ArrivalsPoisson, OpenLoopConfig{Warmup: -time.Minute}, "open loop: warmup must be ≥ 0 (0 = default), got -1m0s"},
 		{"negative steady part", knee.ArrivalsPoisson, OpenLoopConfig{Steady: -time.Second}, "open loop: steady must be ≥ 0 (0 = default), got -1s"},
 		{"negative tick", knee.ArrivalsPoisson, OpenLoopConfig{Tick: -time.Second}, "open loop: tick must be ≥ 0 (0 = default), got -1s"},

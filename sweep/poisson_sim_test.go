@@ -35,7 +35,7 @@ func TestPoissonSweepFindsAKneeBelowTheClosedLoopOne(t *testing.T) {
 		MaxConcurrency: 32, Precision: 0.25, MinRequests: 100,
 		Metrics: st.metrics(100 * time.Millisecond), Logger: testLogger(t),
 		Arrivals: knee.ArrivalsPoisson,
-		OpenLoop: OpenLoopConfig{Warmup: 2 * time.Second, Steady: 5 * time.Second, Tick: 250 * time.Millisecond, SLOWindow: 2 * time.Second, Steps: 3},
+		OpenLoop: OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: 2 * time.Second, Steady: 5 * time.Second, Tick: 250 * time.Millisecond, SLOWindow: 2 * time.Second, Steps: 3}},
 	})
 	t.Logf("closed-loop levels %v (%s); took %s", levelsOf(out), out.Reason, time.Since(start).Round(100*time.Millisecond))
 	for _, tr := range out.Trials {

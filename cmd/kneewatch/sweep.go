@@ -155,7 +155,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger:   logger,
 		Progress: sweep.NewProgress(stderr, isTerminal(stderr), logger, 10*time.Second),
 		Arrivals: knee.Arrivals(*arrivals),
-		OpenLoop: sweep.OpenLoopConfig{Warmup: *olWarmup, Steady: *olSteady},
+		OpenLoop: sweep.OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: *olWarmup, Steady: *olSteady}},
 	})
 	if res == nil {
 		return fmt.Errorf("sweep: %w", runErr)
