@@ -64,6 +64,9 @@ type Report struct {
 	Options Options
 	Results []*ScenarioResult
 	Elapsed time.Duration
+	// OtherSeeds are the same scenarios run with other seeds, shown in
+	// the report's robustness table; set by the caller.
+	OtherSeeds []*Report
 }
 
 // Run runs every scenario in order and scores every detector in each.

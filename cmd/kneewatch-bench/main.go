@@ -41,6 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "write the Markdown report to this file (default: standard output)")
 	only := fs.String("scenarios", "", "comma-separated scenario numbers to run (default: all seven)")
 	seed := fs.Uint64("seed", 1, "random seed of arrivals, request lengths and knee sweeps")
+	otherSeeds := fs.String("other-seeds", "", "comma-separated seeds to run the same scenarios with again (no what-ifs), for the report's robustness table")
 	variants := fs.Bool("what-if", true, "also score kneewatch's page generated with other options, and kneewatch given the closed-loop knee")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -49,6 +50,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	scenarios, err := pick(detection.Scenarios(), *only)
+	if err != nil {
+		return err
+	}
+	seeds, err := parseSeeds(*otherSeeds)
 	if err != nil {
 		return err
 	}
@@ -65,6 +70,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	for _, seed := range seeds {
+		other := opts
+		other.Seed, other.PageVariants, other.ClosedLoopWhatIf = seed, nil, false
+		o, err := detection.Run(ctx, other)
+		if err != nil {
+			return fmt.Errorf("seed %d: %w", seed, err)
+		}
+		rep.OtherSeeds = append(rep.OtherSeeds, o)
+	}
 	command := commandLine(args)
 	if *out == "" {
 		return rep.Markdown(stdout, command)
@@ -79,6 +93,22 @@ func commandLine(args []string) string {
 		return "make bench-detection"
 	}
 	return strings.TrimSpace("go run ./cmd/kneewatch-bench " + strings.Join(args, " "))
+}
+
+// parseSeeds reads a comma-separated list of seeds ("" is none).
+func parseSeeds(list string) ([]uint64, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out []uint64
+	for _, f := range strings.Split(list, ",") {
+		s, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil || s == 0 {
+			return nil, fmt.Errorf("--other-seeds: %q is not a seed (a whole number ≥ 1)", f)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // pick selects scenarios by number from a comma-separated list ("" is all).

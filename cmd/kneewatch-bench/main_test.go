@@ -17,6 +17,8 @@ func TestRunRejectsBadFlagsBeforeSimulatingAnything(t *testing.T) {
 		{"a scenario that is not a number", []string{"--scenarios", "ramp"}, `--scenarios: "ramp" is not a scenario number`},
 		{"a stray argument", []string{"extra"}, `unexpected arguments ["extra"]`},
 		{"an unknown flag", []string{"--speed", "2"}, "flag provided but not defined: -speed"},
+		{"a seed that is not a number", []string{"--other-seeds", "2,x"}, `--other-seeds: "x" is not a seed`},
+		{"a zero seed", []string{"--other-seeds", "0"}, `--other-seeds: "0" is not a seed`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,11 +39,12 @@ func TestRunWritesTheReportOfTheChosenScenarios(t *testing.T) {
 		t.Skip("simulates an hour of traffic")
 	}
 	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), []string{"--scenarios", "6", "--what-if=false"}, &stdout, &stderr); err != nil {
+	if err := run(context.Background(), []string{"--scenarios", "6", "--what-if=false", "--other-seeds", "2"}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	md := stdout.String()
-	for _, want := range []string{"go run ./cmd/kneewatch-bench --scenarios 6 --what-if=false", "| 6 diurnal |", "## Goals"} {
+	for _, want := range []string{"go run ./cmd/kneewatch-bench --scenarios 6 --what-if=false --other-seeds 2", "| 6 diurnal |", "## Goals",
+		"## Other seeds", "\n| 1 | ", "\n| 2 | "} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report lacks %q", want)
 		}
