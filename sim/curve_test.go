@@ -27,14 +27,8 @@ var powersOfTwo = []int{1, 2, 4, 8, 16, 32, 64, 128, 256}
 // uses (seed 1), so its points equal FindKnee's at those levels.
 func curve(t *testing.T, presetName, wl string, slo knee.SLO, levels []int) []Level {
 	t.Helper()
-	p, err := LoadPreset(presetName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := workload.Resolve(wl, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := kneeConfig(t, presetName, wl, slo, 1, 0)
+	p, g := cfg.Engine.Preset, cfg.Workload
 	out := make([]Level, len(levels))
 	for i, c := range levels {
 		lv, err := RunLevel(context.Background(), LevelConfig{

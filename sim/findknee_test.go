@@ -15,7 +15,9 @@ import (
 // fixedClock makes the profile's wall-clock stamps reproducible.
 func fixedClock() time.Time { return time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC) }
 
-func findKnee(t *testing.T, presetName, wl string, slo knee.SLO, speed float64, maxC int) knee.Profile {
+// kneeConfig is a FindKnee config for a preset and workload preset, seed 1,
+// with the wall-clock stamps fixed.
+func kneeConfig(t *testing.T, presetName, wl string, slo knee.SLO, speed float64, maxC int) KneeConfig {
 	t.Helper()
 	p, err := LoadPreset(presetName)
 	if err != nil {
@@ -25,9 +27,12 @@ func findKnee(t *testing.T, presetName, wl string, slo knee.SLO, speed float64, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	prof, err := FindKnee(context.Background(), KneeConfig{
-		Engine: Config{Preset: p, Speed: speed}, Workload: g, SLO: slo, MaxConcurrency: maxC, Seed: 1, Clock: fixedClock,
-	})
+	return KneeConfig{Engine: Config{Preset: p, Speed: speed}, Workload: g, SLO: slo, MaxConcurrency: maxC, Seed: 1, Clock: fixedClock}
+}
+
+func findKnee(t *testing.T, presetName, wl string, slo knee.SLO, speed float64, maxC int) knee.Profile {
+	t.Helper()
+	prof, err := FindKnee(context.Background(), kneeConfig(t, presetName, wl, slo, speed, maxC))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kneewatch/kneewatch/knee"
-	"github.com/kneewatch/kneewatch/workload"
 )
 
 // poissonChatSLO is the chat SLO of the poisson ground-truth tests (and of
@@ -25,19 +24,6 @@ var poissonChatSLO = knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Durat
 // shortOpenLoop keeps a poisson search cheap where the test is not about
 // the figures of a full-length run.
 var shortOpenLoop = OpenLoopConfig{Warmup: time.Minute, Steady: 3 * time.Minute, Steps: 2}
-
-func kneeConfig(t *testing.T, presetName, wl string, slo knee.SLO, speed float64, maxC int) KneeConfig {
-	t.Helper()
-	p, err := LoadPreset(presetName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := workload.Resolve(wl, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return KneeConfig{Engine: Config{Preset: p, Speed: speed}, Workload: g, SLO: slo, MaxConcurrency: maxC, Seed: 1, Clock: fixedClock}
-}
 
 func poissonKnee(t *testing.T, cfg KneeConfig) knee.Profile {
 	t.Helper()

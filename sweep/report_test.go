@@ -60,18 +60,7 @@ func TestReportMatchesTheGoldenFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	const golden = "testdata/report.golden.md"
-	if *update {
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), b.String()); diff != "" {
-		t.Errorf("report differs from %s (-want +got); rerun with -update if the change is intended:\n%s", golden, diff)
-	}
+	checkGolden(t, golden, b.Bytes())
 }
 
 // fixedPoissonOutcome is fixedOutcome followed by three Poisson trials:
@@ -107,8 +96,15 @@ func TestAPoissonReportShowsEachTrialAndBothKneesMatchingTheGoldenFile(t *testin
 		t.Fatal(err)
 	}
 	const golden = "testdata/report-poisson.golden.md"
+	checkGolden(t, golden, b.Bytes())
+}
+
+// checkGolden compares a report with its golden file, rewriting the file
+// under -update.
+func checkGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
 	if *update {
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,7 +112,7 @@ func TestAPoissonReportShowsEachTrialAndBothKneesMatchingTheGoldenFile(t *testin
 	if err != nil {
 		t.Fatalf("%v (run with -update to create it)", err)
 	}
-	if diff := cmp.Diff(string(want), b.String()); diff != "" {
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("report differs from %s (-want +got); rerun with -update if the change is intended:\n%s", golden, diff)
 	}
 }
