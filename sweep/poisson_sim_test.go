@@ -19,8 +19,11 @@ import (
 // requests in flight than the closed-loop knee. A trial at a rate far past
 // the knee with a small outstanding cap must end on the cap.
 //
-// The simulator runs at speed 6 (every latency ÷ 6), so a trial's 2 s
-// warm-up and 5 s steady part are 12 s and 30 s of the replica's time.
+// The simulator runs at speed 6 (every latency ÷ 6), so a trial's 6 s
+// warm-up and 5 s steady part are 36 s and 30 s of the replica's time. The
+// warm-up is what lets the steady part be judged: a windowed percentile
+// needs 100 requests, and at 0.6× the knee's rate (~24 req/s) a 2 s
+// warm-up left half of the steady ticks unjudged.
 func TestPoissonSweepFindsAKneeBelowTheClosedLoopOne(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a closed-loop sweep and five Poisson trials against the simulator in wall time (about a minute)")
@@ -35,7 +38,7 @@ func TestPoissonSweepFindsAKneeBelowTheClosedLoopOne(t *testing.T) {
 		MaxConcurrency: 32, Precision: 0.25, MinRequests: 100,
 		Metrics: st.metrics(100 * time.Millisecond), Logger: testLogger(t),
 		Arrivals: knee.ArrivalsPoisson,
-		OpenLoop: OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: 2 * time.Second, Steady: 5 * time.Second, Tick: 250 * time.Millisecond, SLOWindow: 2 * time.Second, Steps: 3}},
+		OpenLoop: OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: 6 * time.Second, Steady: 5 * time.Second, Tick: 250 * time.Millisecond, SLOWindow: 2 * time.Second, Steps: 3}},
 	})
 	t.Logf("closed-loop levels %v (%s); took %s", levelsOf(out), out.Reason, time.Since(start).Round(100*time.Millisecond))
 	for _, tr := range out.Trials {
