@@ -8,13 +8,9 @@ import (
 )
 
 // StaticTargets builds the watcher's targets from the config file's
-// `targets`: it loads each referenced knee profile once and builds each
-// target's HTTP clients from its Prometheus-style http_client settings.
-func StaticTargets(cfg *config.Config) ([]Target, error) {
-	profiles, err := LoadProfiles(cfg)
-	if err != nil {
-		return nil, err
-	}
+// `targets`, with the knee profiles LoadProfiles loaded from it, and builds
+// each target's HTTP clients from its Prometheus-style http_client settings.
+func StaticTargets(cfg *config.Config, profiles map[string]*knee.Profile) ([]Target, error) {
 	out := make([]Target, 0, len(cfg.Targets))
 	for i, t := range cfg.Targets {
 		client, err := NewHTTPClient(t.HTTPClient.HTTPClientConfig, t.Replica)

@@ -55,24 +55,22 @@ func newClosedLoopWhatIf(sc *Scenario, o Options, engine *promql.Engine, prof *k
 // withClosedLoopKnee is a Poisson-knee profile with its knee moved back to
 // the closed-loop knee point of its sweep.
 func withClosedLoopKnee(p knee.Profile) (knee.Profile, error) {
-	for _, pt := range p.Points {
-		if pt.Concurrency != p.Knee.ClosedLoopConcurrency {
-			continue
-		}
-		q := p
-		q.Metadata.Name += "-closed-loop"
-		q.Sweep.RateLevels = nil
-		q.Knee = knee.Knee{
-			Concurrency:            pt.Concurrency,
-			OutputTokensPerSecond:  pt.OutputTokensPerSecond,
-			GoodputTokensPerSecond: pt.GoodputTokensPerSecond,
-			KVCacheUsage:           pt.KVCacheUsage,
-			LimitingResource:       p.Knee.LimitingResource,
-			Arrivals:               knee.ArrivalsClosedLoop,
-		}
-		return q, q.Validate()
+	pt, ok := knee.PointAt(p.Points, p.Knee.ClosedLoopConcurrency)
+	if !ok {
+		return knee.Profile{}, fmt.Errorf("profile %s has no point at its closed-loop knee %v", p.Metadata.Name, p.Knee.ClosedLoopConcurrency)
 	}
-	return knee.Profile{}, fmt.Errorf("profile %s has no point at its closed-loop knee %v", p.Metadata.Name, p.Knee.ClosedLoopConcurrency)
+	q := p
+	q.Metadata.Name += "-closed-loop"
+	q.Sweep.RateLevels = nil
+	q.Knee = knee.Knee{
+		Concurrency:            pt.Concurrency,
+		OutputTokensPerSecond:  pt.OutputTokensPerSecond,
+		GoodputTokensPerSecond: pt.GoodputTokensPerSecond,
+		KVCacheUsage:           pt.KVCacheUsage,
+		LimitingResource:       p.Knee.LimitingResource,
+		Arrivals:               knee.ArrivalsClosedLoop,
+	}
+	return q, q.Validate()
 }
 
 // scrape feeds the what-if kneewatch the scrapes the real one got.

@@ -23,13 +23,12 @@ type kneeKey struct {
 // remembers them, so scenarios sharing a deployment and conditions measure
 // each knee once.
 type kneeFinder struct {
-	seed  uint64
 	cache map[kneeKey]knee.Profile
 	opts  Options
 }
 
 func newKneeFinder(o Options) *kneeFinder {
-	return &kneeFinder{seed: o.Seed, cache: map[kneeKey]knee.Profile{}, opts: o}
+	return &kneeFinder{cache: map[kneeKey]knee.Profile{}, opts: o}
 }
 
 // blendRecords is how many requests a blended mix's trace holds: enough that
@@ -73,7 +72,7 @@ func (k *kneeFinder) profile(ctx context.Context, dep Deployment, alt string, sh
 	if err != nil {
 		return knee.Profile{}, err
 	}
-	gen, err := blendGenerator(dep.Workload, alt, share, k.seed)
+	gen, err := blendGenerator(dep.Workload, alt, share, k.opts.Seed)
 	if err != nil {
 		return knee.Profile{}, err
 	}
@@ -81,7 +80,7 @@ func (k *kneeFinder) profile(ctx context.Context, dep Deployment, alt string, sh
 		Engine:   sim.Config{Preset: preset, Slowdown: slowdown},
 		Workload: gen,
 		SLO:      dep.SLO,
-		Seed:     k.seed,
+		Seed:     k.opts.Seed,
 		// The chat knee sits at about half of max_num_seqs; sweeping up to
 		// it leaves room to see the flattening.
 		MaxConcurrency: preset.MaxNumSeqs,

@@ -94,10 +94,8 @@ func (r *Report) closedLoopTable(p func(string, ...any)) {
 // closed-loop knee's.
 func (res *ScenarioResult) poissonRateShare() float64 {
 	k := res.Profile.Knee
-	for _, pt := range res.Profile.Points {
-		if pt.Concurrency == k.ClosedLoopConcurrency && pt.RequestsPerSecond > 0 {
-			return k.RequestsPerSecond / pt.RequestsPerSecond
-		}
+	if pt, ok := knee.PointAt(res.Profile.Points, k.ClosedLoopConcurrency); ok && pt.RequestsPerSecond > 0 {
+		return k.RequestsPerSecond / pt.RequestsPerSecond
 	}
 	return knee.Unknown()
 }

@@ -61,8 +61,7 @@ func groundTruth(tr *runTrace, cfg truthConfig) []TruthPoint {
 		p.Headroom = 1 - p.Load/p.Knee
 		p.TTFTP = ttft.At(tk.at)
 		p.TPOTP = tpot.At(tk.at)
-		p.Breached = (knee.Known(p.TTFTP) && p.TTFTP > cfg.slo.TTFT.Seconds()) ||
-			(knee.Known(p.TPOTP) && p.TPOTP > cfg.slo.TPOT.Seconds())
+		p.Breached = cfg.slo.BreachedBy(p.TTFTP, p.TPOTP)
 		out[i] = p
 	}
 	return out

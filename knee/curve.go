@@ -165,3 +165,14 @@ func (p *Profile) rateLoadRatio(rate float64, kind rateKind) float64 {
 	// The last stretch ends at the knee, whose rate is above rate.
 	return lerp(loC, k.Concurrency, (rate-loT)/(kneeRate-loT)) / k.Concurrency
 }
+
+// PointAt is the sweep point measured at concurrency c exactly, if any (a
+// knee found by a sweep is one of its points).
+func PointAt(points []Point, c float64) (Point, bool) {
+	for _, pt := range points {
+		if pt.Concurrency == c {
+			return pt, true
+		}
+	}
+	return Point{}, false
+}

@@ -58,11 +58,16 @@ func (w *WindowedQuantile) At(at time.Time) float64 {
 	return SampleQuantile(w.buf, w.Q)
 }
 
+// BreachedBy reports whether a TTFT or a TPOT at the SLO's quantile is over
+// its threshold (an unknown one is no breach).
+func (s SLO) BreachedBy(ttft, tpot float64) bool {
+	return (Known(ttft) && ttft > s.TTFT.Seconds()) || (Known(tpot) && tpot > s.TPOT.Seconds())
+}
+
 // SLOBreachedAt reports whether either windowed percentile is over its
-// threshold of slo at the given moment (an unknown percentile is no breach).
+// threshold of slo at the given moment (see SLO.BreachedBy).
 func SLOBreachedAt(ttft, tpot *WindowedQuantile, slo SLO, at time.Time) bool {
-	p, q := ttft.At(at), tpot.At(at)
-	return (Known(p) && p > slo.TTFT.Seconds()) || (Known(q) && q > slo.TPOT.Seconds())
+	return slo.BreachedBy(ttft.At(at), tpot.At(at))
 }
 
 // KeptSLO reports whether the SLO held at every tick from from to to (both

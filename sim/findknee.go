@@ -194,22 +194,12 @@ func FindKnee(ctx context.Context, cfg KneeConfig) (knee.Profile, error) {
 		OutputTokensPerSecond:  at.OutputTokensPerSecond,
 		GoodputTokensPerSecond: at.GoodputTokensPerSecond,
 		KVCacheUsage:           at.KVCacheUsage,
-		LimitingResource:       limitingResource(at),
+		LimitingResource:       knee.LimitingResource(at),
 	}
 	if cfg.Arrivals == knee.ArrivalsPoisson {
 		return findPoissonKnee(ctx, cfg, openLoop, p, clock)
 	}
 	return p, nil
-}
-
-// kvBound is the KV usage from which a knee counts as KV-limited.
-const kvBound = 0.9
-
-func limitingResource(pt knee.Point) knee.Resource {
-	if pt.KVCacheUsage >= kvBound || pt.PreemptionsPerSecond > 0 {
-		return knee.ResourceKVCache
-	}
-	return knee.ResourceCompute
 }
 
 // levelSeed derives a level's workload seed from the run's seed, so every

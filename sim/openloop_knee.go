@@ -80,7 +80,7 @@ func findPoissonKnee(ctx context.Context, cfg KneeConfig, ol OpenLoopConfig, clo
 		OutputTokensPerSecond:  at.OutputTokensPerSecond,
 		GoodputTokensPerSecond: at.GoodputTokensPerSecond,
 		KVCacheUsage:           at.KVCacheUsage,
-		LimitingResource:       limitingResource(at),
+		LimitingResource:       knee.LimitingResource(at),
 		Arrivals:               knee.ArrivalsPoisson,
 		RequestsPerSecond:      best.Rate,
 		ClosedLoopConcurrency:  closed.Knee.Concurrency,
@@ -94,10 +94,8 @@ func findPoissonKnee(ctx context.Context, cfg KneeConfig, ol OpenLoopConfig, clo
 
 // closedKneeRate is the request rate of the closed-loop knee's point.
 func closedKneeRate(p knee.Profile) (float64, error) {
-	for _, pt := range p.Points {
-		if pt.Concurrency == p.Knee.Concurrency && pt.RequestsPerSecond > 0 {
-			return pt.RequestsPerSecond, nil
-		}
+	if pt, ok := knee.PointAt(p.Points, p.Knee.Concurrency); ok && pt.RequestsPerSecond > 0 {
+		return pt.RequestsPerSecond, nil
 	}
 	return 0, fmt.Errorf("the closed-loop knee at concurrency %g has no point with a request rate", p.Knee.Concurrency)
 }

@@ -26,7 +26,7 @@ type trialFunc func(ctx context.Context, index int, rate float64) (Trial, error)
 // the best kept rate. The points and levels stay the closed-loop curve.
 func (cfg *Config) runPoisson(ctx context.Context, out *Outcome) error {
 	closed := out.Profile.Knee
-	kp, ok := pointAt(out.Profile.Points, closed.Concurrency)
+	kp, ok := knee.PointAt(out.Profile.Points, closed.Concurrency)
 	if !ok || !(kp.RequestsPerSecond > 0) {
 		return fmt.Errorf("the closed-loop knee at concurrency %g has no request rate to start the open-loop search from", closed.Concurrency)
 	}
@@ -163,16 +163,6 @@ func poissonKnee(p *knee.Profile, tr Trial, closed knee.Knee) (knee.Knee, error)
 		RequestsPerSecond:      tr.Rate,
 		ClosedLoopConcurrency:  closed.Concurrency,
 	}, nil
-}
-
-// pointAt finds the point measured at concurrency c.
-func pointAt(points []knee.Point, c float64) (knee.Point, bool) {
-	for _, pt := range points {
-		if pt.Concurrency == c {
-			return pt, true
-		}
-	}
-	return knee.Point{}, false
 }
 
 // trialSeed derives a trial's draws from the run's seed and its rate, so a

@@ -11,13 +11,14 @@ import (
 	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/discovery"
+	"github.com/kneewatch/kneewatch/knee"
 )
 
 // discoveryRunner returns the loop that keeps the watched targets in step
 // with the cluster's serving pods (the static targets plus the discovered
 // ones, handed to setTargets), or nil when the config has no kubernetes
 // section. Run the returned function beside the watcher until ctx ends.
-func discoveryRunner(cfg *config.Config, w *collector.Watcher, setTargets func([]collector.Target) error, static []collector.Target, logger *slog.Logger) (func(context.Context) error, error) {
+func discoveryRunner(cfg *config.Config, profiles map[string]*knee.Profile, w *collector.Watcher, setTargets func([]collector.Target) error, static []collector.Target, logger *slog.Logger) (func(context.Context) error, error) {
 	if cfg.Kubernetes == nil {
 		return nil, nil
 	}
@@ -25,10 +26,6 @@ func discoveryRunner(cfg *config.Config, w *collector.Watcher, setTargets func([
 	// klog's own stderr format.
 	klog.SetSlogLogger(logger.With("component", "client-go"))
 	client, err := discovery.NewClient(*cfg.Kubernetes)
-	if err != nil {
-		return nil, err
-	}
-	profiles, err := collector.LoadProfiles(cfg)
 	if err != nil {
 		return nil, err
 	}

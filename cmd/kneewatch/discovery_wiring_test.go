@@ -17,7 +17,7 @@ func TestDiscoveryRunner(t *testing.T) {
 
 	t.Run("a config without a kubernetes section runs no discovery", func(t *testing.T) {
 		cfg := config.DefaultConfig()
-		run, err := discoveryRunner(&cfg, w, w.SetTargets, nil, logger)
+		run, err := discoveryRunner(&cfg, nil, w, w.SetTargets, nil, logger)
 		if run != nil || err != nil {
 			t.Fatalf("discoveryRunner = %v, %v; want nil, nil", run != nil, err)
 		}
@@ -29,7 +29,7 @@ func TestDiscoveryRunner(t *testing.T) {
 		k.LabelSelector = "app=llm"
 		k.Kubeconfig = filepath.Join(t.TempDir(), "missing-kubeconfig")
 		cfg.Kubernetes = &k
-		run, err := discoveryRunner(&cfg, w, w.SetTargets, nil, logger)
+		run, err := discoveryRunner(&cfg, nil, w, w.SetTargets, nil, logger)
 		if run != nil || err == nil || !strings.Contains(err.Error(), "kubernetes.kubeconfig") {
 			t.Fatalf("discoveryRunner = %v, %v; want an error naming kubernetes.kubeconfig", run != nil, err)
 		}
@@ -51,7 +51,7 @@ current-context: c
 			t.Fatal(err)
 		}
 		cfg.Kubernetes = &k
-		run, err := discoveryRunner(&cfg, w, w.SetTargets, nil, logger)
+		run, err := discoveryRunner(&cfg, nil, w, w.SetTargets, nil, logger)
 		if run == nil || err != nil {
 			t.Fatalf("discoveryRunner = %v, %v; want a runner", run != nil, err)
 		}

@@ -41,7 +41,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := cfg.CheckSettings(settings); err != nil {
 		return err
 	}
-	targets, err := collector.StaticTargets(cfg)
+	profiles, err := collector.LoadProfiles(cfg)
+	if err != nil {
+		return err
+	}
+	targets, err := collector.StaticTargets(cfg, profiles)
 	if err != nil {
 		return err
 	}
@@ -50,10 +54,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	logger := settings.Logger(stderr)
-	profiles, err := collector.LoadProfiles(cfg)
-	if err != nil {
-		return err
-	}
 	warnClosedLoopKnees(logger, profiles)
 	prober, err := newProber(cfg.Probes, settings.Window.D(), targets, logger)
 	if err != nil {
@@ -78,7 +78,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := setTargets(targets); err != nil {
 		return err
 	}
-	discover, err := discoveryRunner(cfg, w, setTargets, targets, logger)
+	discover, err := discoveryRunner(cfg, profiles, w, setTargets, targets, logger)
 	if err != nil {
 		return err
 	}
