@@ -105,4 +105,4 @@ clean-tools:
 .PHONY: bench-detection
 bench-detection:
 	mkdir -p docs/benchmarks
-	KNEEWATCH_BENCH_VIA_MAKE=1 $(GO) run ./cmd/kneewatch-bench --other-seeds 2,3 --out docs/benchmarks/detection.md
+	KNEEWATCH_BENCH_VIA_MAKE=1 $(GO) run ./cmd/kneewatch-bench --suite test --out docs/benchmarks/detection.md

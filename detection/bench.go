@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"slices"
+	"sync"
 	"time"
 )
 
@@ -30,8 +33,12 @@ type Options struct {
 	// one (see kneeFinder.profile).
 	ClosedLoopWhatIf bool
 	// Seed makes the run reproducible (default 1).
-	Seed   uint64
-	Logger *slog.Logger
+	Seed uint64
+	// Workers is how many scenarios run at once (default: 2, or 1 on one
+	// CPU). Results do not depend on it: every scenario has its own seed,
+	// stores and kneewatch, and true knees are measured once per run.
+	Workers int
+	Logger  *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -53,6 +60,9 @@ func (o Options) withDefaults() Options {
 	if o.Seed == 0 {
 		o.Seed = 1
 	}
+	if o.Workers <= 0 {
+		o.Workers = min(2, runtime.GOMAXPROCS(0))
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -67,9 +77,17 @@ type Report struct {
 	// OtherSeeds are the same scenarios run with other seeds, shown in
 	// the report's robustness table; set by the caller.
 	OtherSeeds []*Report
+	// Suite is a run of a generated suite half, reported first, and
+	// SuiteHalf and SuiteSeed what it was; set by the caller.
+	Suite     *Report
+	SuiteHalf string
+	SuiteSeed uint64
+	// Wall is the whole command's wall time, when the caller measured it.
+	Wall time.Duration
 }
 
-// Run runs every scenario in order and scores every detector in each.
+// Run runs every scenario, Workers at a time, and scores every detector in
+// each; the results are in the order of the scenarios.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o = o.withDefaults()
 	if o.Window%o.ScrapeInterval != 0 {
@@ -81,19 +99,43 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	started := time.Now()
 	engine := newEngine()
 	defer engine.Close()
-	knees := newKneeFinder(o)
-	rep := &Report{Options: o}
-	for i := range o.Scenarios {
-		sc := &o.Scenarios[i]
-		o.Logger.Info("running scenario", "id", sc.ID, "name", sc.Name)
-		res, err := runScenario(ctx, sc, o, knees, engine)
-		if err != nil {
-			return nil, err
-		}
-		o.Logger.Info("scenario done", "name", sc.Name, "requests", res.Requests, "breaches", len(res.Breaches),
-			"elapsed", res.Elapsed.Round(time.Millisecond))
-		rep.Results = append(rep.Results, res)
+	knees := newKneeCache(o)
+	// Each scenario is run on a copy: a derived SLO is set on it.
+	scenarios := slices.Clone(o.Scenarios)
+	results := make([]*ScenarioResult, len(scenarios))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range o.Workers {
+		wg.Go(func() {
+			for i := range next {
+				sc := &scenarios[i]
+				o.Logger.Info("running scenario", "id", sc.ID, "name", sc.Name)
+				res, err := runScenario(ctx, sc, o, knees, engine)
+				if err != nil {
+					cancel(err)
+					continue
+				}
+				o.Logger.Info("scenario done", "id", sc.ID, "name", sc.Name, "requests", res.Requests, "breaches", len(res.Breaches),
+					"elapsed", res.Elapsed.Round(time.Millisecond))
+				results[i] = res
+			}
+		})
 	}
-	rep.Elapsed = time.Since(started)
+feed:
+	for i := range scenarios {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	rep := &Report{Options: o, Results: results, Elapsed: time.Since(started)}
 	return rep, nil
 }

@@ -42,8 +42,9 @@ type driveConfig struct {
 	interval time.Duration // between scrapes
 	vllm     *vllmMetrics
 	dcgm     *dcgmMetrics
-	// scrape is called at every tick, after the metrics are up to date.
-	scrape func(at time.Time) error
+	// scrape is called at every tick, after the metrics are up to date,
+	// with the ticks so far (the last one the current).
+	scrape func(ticks []tickTruth) error
 }
 
 // drive runs the engine in virtual time: requests arrive open-loop, the
@@ -98,7 +99,7 @@ func drive(ctx context.Context, cfg driveConfig) (*runTrace, error) {
 		tr.ticks = append(tr.ticks, tickTruth{at: nextTick, offset: off, inflightArea: area,
 			slowdown: sc.slowdownAt(off), altShare: sc.altShareAt(off)})
 		cfg.dcgm.sample(nextTick)
-		if err := cfg.scrape(nextTick); err != nil {
+		if err := cfg.scrape(tr.ticks); err != nil {
 			return err
 		}
 		nextTick = nextTick.Add(cfg.interval)

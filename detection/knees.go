@@ -134,22 +134,23 @@ type kneeGrid struct {
 	knees             [][]float64 // [share][slowdown]
 }
 
-func (k *kneeFinder) grid(ctx context.Context, sc *Scenario) (*kneeGrid, error) {
+func (k *kneeCache) grid(ctx context.Context, sc *Scenario) (*kneeGrid, error) {
 	g := &kneeGrid{shares: []float64{0}, slowdowns: []float64{1}}
+	shares, slowdownStep := gridSteps(sc)
 	if sc.AltWorkload != "" {
 		maxShare := 0.0
 		for t := time.Duration(0); t <= sc.Duration; t += sc.Duration / 200 {
 			maxShare = max(maxShare, sc.altShareAt(t))
 		}
-		for _, s := range []float64{0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1} {
+		for _, s := range shares {
 			if s <= maxShare+0.05 {
 				g.shares = append(g.shares, s)
 			}
 		}
 	}
 	if sc.Slowdown != nil {
-		for i := 1; float64(i)/10 < sc.SlowdownMax-1+0.05; i++ {
-			g.slowdowns = append(g.slowdowns, min(1+float64(i)/10, sc.SlowdownMax))
+		for i := 1; float64(i)*slowdownStep < sc.SlowdownMax-1+slowdownStep/2; i++ {
+			g.slowdowns = append(g.slowdowns, min(1+float64(i)*slowdownStep, sc.SlowdownMax))
 		}
 		g.slowdowns = slices.Compact(g.slowdowns)
 	}
@@ -165,6 +166,19 @@ func (k *kneeFinder) grid(ctx context.Context, sc *Scenario) (*kneeGrid, error) 
 		g.knees = append(g.knees, row)
 	}
 	return g, nil
+}
+
+// gridSteps are the mix shares and the slowdown step a scenario's knee grid
+// is measured at. The regressions keep the fine grid their figures were
+// made with; generated scenarios draw their shares and slowdowns from a few
+// values (see suiteFamilies) and use a coarser grid through them, since a
+// knee is several seconds of simulation and the grid is interpolated in
+// 1/knee, in which both a share and a slowdown act close to linearly.
+func gridSteps(sc *Scenario) ([]float64, float64) {
+	if sc.Family != "" {
+		return []float64{0.1, 0.2, 0.3, 0.5, 0.75, 1}, 0.2
+	}
+	return []float64{0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1}, 0.1
 }
 
 // at is the true knee concurrency under the given conditions.

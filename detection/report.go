@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -29,6 +30,12 @@ func (r *Report) Markdown(w io.Writer, command string) error {
 	for _, other := range r.OtherSeeds {
 		p("; seed %d (see Other seeds) %s", other.Options.Seed, human(other.Elapsed.Round(time.Second)))
 	}
+	if r.Suite != nil {
+		p("; the %s half of the generated suite %s for %s of simulated time", r.SuiteHalf, human(r.Suite.Elapsed.Round(time.Second)), human(r.Suite.simulated()))
+	}
+	if r.Wall > 0 {
+		p(". **The whole run took %s of wall time** on %d CPUs", human(r.Wall.Round(time.Second)), runtime.NumCPU())
+	}
 	p(".\n\n")
 	p("Does kneewatch page before the latency SLO breaks, and stay quiet when it won't, better than the signals\n")
 	p("teams alert on today? Seven scripted scenarios run on the simulator's engine core in virtual time with\n")
@@ -38,6 +45,11 @@ func (r *Report) Markdown(w io.Writer, command string) error {
 	p("series, with Prometheus's `for` semantics: kneewatch's exactly as `rules.Generate` ships them, the\n")
 	p("baselines as their sources write them. The ground truth comes from the simulator (see Method).\n\n")
 
+	if r.Suite != nil {
+		r.Suite.suiteMarkdown(p, r.SuiteHalf, r.SuiteSeed)
+		p("## The seven regressions\n\n")
+		p("The scripted scenarios the page was first tuned on, kept as regressions; every table below is about them.\n\n")
+	}
 	r.summary(p)
 	r.goals(p)
 	r.seedsTable(p)
@@ -49,6 +61,9 @@ func (r *Report) Markdown(w io.Writer, command string) error {
 	r.variantTable(p)
 	r.closedLoopTable(p)
 	r.method(p)
+	if r.Suite != nil {
+		r.suiteMethod(p)
+	}
 	return b.Flush()
 }
 

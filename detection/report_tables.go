@@ -123,8 +123,9 @@ func (r *Report) method(p func(string, ...any)) {
 	p("  markers as Prometheus's scrape loop adds them.\n")
 	p("- **Ground truth.** A breach is a scrape at which the SLO percentile of TTFT (requests whose first token\n")
 	p("  came in the last %s) or of TPOT (requests that finished in it) is over its threshold; when the window\n", human(o.SLOWindow))
-	p("  holds fewer than %d requests it reaches back to the last %d (up to %s). Breached scrapes less than %s\n",
-		knee.MinWindowRequests, knee.MinWindowRequests, human(knee.MaxWindowStretch), human(breachMergeGap))
+	p("  holds fewer than %d requests it reaches back to the last %d, however far back they lie, so every moment is\n",
+		knee.MinWindowRequests, knee.MinWindowRequests)
+	p("  judged once the run has produced that many (the scrapes before are counted as unknown). Breached scrapes less than %s\n", human(breachMergeGap))
 	p("  apart are one breach. True headroom is 1 − load ÷ the true knee, load being the exact mean of running +\n")
 	p("  waiting requests over the last %s, the knee the one for the conditions of the moment (measured on a\n", human(o.Window))
 	p("  grid of slowdowns and mix shares and interpolated in 1/knee).\n")

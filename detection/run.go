@@ -30,7 +30,13 @@ type ScenarioResult struct {
 	Inferred    []float64
 	Evaluations []knee.Result
 	Headroom    HeadroomError
-	Scores      []DetectorScore
+	// HeadroomErrors are the compared scrapes' errors behind Headroom, in
+	// time order, for pooling over families and deployments.
+	HeadroomErrors []float64
+	// UnknownTicks counts scrapes at which the truth could not judge the
+	// SLO: the start of the run, before enough requests had finished.
+	UnknownTicks int
+	Scores       []DetectorScore
 	// ClosedLoop is the closed-loop knee what-if, when Options.ClosedLoopWhatIf.
 	ClosedLoop *ClosedLoopResult
 	Requests   int
@@ -41,8 +47,15 @@ type ScenarioResult struct {
 // runScenario simulates one scenario, feeds every scrape through kneewatch
 // and into a Prometheus store, evaluates every detector's rules over it, and
 // scores them against the ground truth.
-func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder, engine *promql.Engine) (*ScenarioResult, error) {
+func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache, engine *promql.Engine) (*ScenarioResult, error) {
 	started := time.Now()
+	if sc.Deployment.SLO == (knee.SLO{}) && sc.Deployment.Tightness != "" {
+		slo, err := knees.slo(ctx, sc.Deployment)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		sc.Deployment.SLO = slo
+	}
 	if err := sc.validate(); err != nil {
 		return nil, err
 	}
@@ -80,7 +93,11 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder
 		return nil, err
 	}
 
-	scrape := func(at time.Time) error {
+	truthCfg := truthConfig{slo: sc.Deployment.SLO, interval: o.ScrapeInterval,
+		loadWindow: o.Window, sloWindow: o.SLOWindow, grid: grid}
+	orc := newOracle()
+	scrape := func(ticks []tickTruth) error {
+		at := ticks[len(ticks)-1].at
 		engineFams, err := scrapeRegistry(vllm.reg)
 		if err != nil {
 			return fmt.Errorf("scraping the replica: %w", err)
@@ -104,6 +121,10 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder
 				return err
 			}
 		}
+		_, _, trueHeadroomNow := trueHeadroom(ticks, len(ticks)-1, truthCfg)
+		if err := orc.scrape(at, kwFams, trueHeadroomNow); err != nil {
+			return err
+		}
 		for _, job := range []struct {
 			t    *scrapeTarget
 			fams map[string]*dto.MetricFamily
@@ -114,7 +135,7 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder
 		}
 		return nil
 	}
-	tr, err := drive(ctx, driveConfig{scenario: sc, preset: preset, kneeRate: kneeRate, seed: o.Seed + uint64(sc.ID),
+	tr, err := drive(ctx, driveConfig{scenario: sc, preset: preset, kneeRate: kneeRate, seed: sc.runSeed(o.Seed),
 		interval: o.ScrapeInterval, vllm: vllm, dcgm: dcgm, scrape: scrape})
 	if err != nil {
 		return nil, err
@@ -129,15 +150,25 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeFinder
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 
-	res.Truth = groundTruth(tr, truthConfig{slo: sc.Deployment.SLO, interval: o.ScrapeInterval,
-		loadWindow: o.Window, sloWindow: o.SLOWindow, grid: grid})
+	res.Truth = groundTruth(tr, truthCfg)
+	for _, p := range res.Truth {
+		if p.Unknown {
+			res.UnknownTicks++
+		}
+	}
 	res.Breaches = breachEpisodes(res.Truth)
+	res.HeadroomErrors = headroomErrors(res.Inferred, res.Truth, int(o.Window/o.ScrapeInterval))
 	res.Headroom = headroomError(res.Inferred, res.Truth, int(o.Window/o.ScrapeInterval))
 	detectors := Detectors()
 	for _, v := range o.PageVariants {
 		detectors = append(detectors, variantDetector(v))
 	}
 	res.Scores = eval.scores(detectors, res.Breaches, sc.Duration)
+	oracleScore, err := orc.score(ctx, engine, o.EvalInterval, sc.Duration, res.Breaches)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	res.Scores = append(res.Scores, oracleScore)
 	if whatIf != nil {
 		if res.ClosedLoop, err = whatIf.finish(ctx, res, o); err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)

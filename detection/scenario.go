@@ -2,10 +2,11 @@ package detection
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/sim"
+	"github.com/kneewatch/kneewatch/workload"
 )
 
 // Deployment is what a scenario's replica serves and is judged by: the
@@ -15,6 +16,10 @@ type Deployment struct {
 	Preset   string
 	Workload string // workload preset of the profile's sweep and of the traffic
 	SLO      knee.SLO
+	// Tightness, when SLO is zero, has the bench set the SLO from the
+	// replica's latency at concurrency 1 (SLOTight or SLOLoose, see
+	// deriveSLO): the generated suite's deployments.
+	Tightness string
 }
 
 // Scenario is one scripted run of a replica in virtual time. Load, AltShare
@@ -43,6 +48,24 @@ type Scenario struct {
 	// Safe marks a scenario meant to stay under the knee: any page in it is
 	// a false page, and the goal is none.
 	Safe bool
+
+	// Family, Half and NearKnee are set on generated scenarios (see
+	// GenerateSuite): the kind of traffic, the suite half, and whether it
+	// is a safe one holding near the knee. Regressions leave them empty.
+	Family   string
+	Half     string
+	NearKnee bool
+	// Seed, when set, seeds the scenario's arrivals (offset by the run's
+	// seed − 1); else they are seeded by the run's seed + ID.
+	Seed uint64
+}
+
+// runSeed is the seed of the scenario's arrivals in a run seeded seed.
+func (s *Scenario) runSeed(seed uint64) uint64 {
+	if s.Seed != 0 {
+		return s.Seed + seed - 1
+	}
+	return seed + uint64(s.ID)
 }
 
 // slowdownAt is the scenario's throttling factor at t.
@@ -61,8 +84,25 @@ func (s *Scenario) altShareAt(t time.Duration) float64 {
 	return min(max(s.AltShare(t), 0), 1)
 }
 
+// maxLoad bounds a scenario's load: twice the knee is far past it on every
+// deployment, and an open-loop queue growing that fast only costs time.
+const maxLoad = 2
+
 // validate reports the first thing that makes the scenario unrunnable.
 func (s *Scenario) validate() error {
+	if err := s.validateShape(); err != nil {
+		return err
+	}
+	if s.Deployment.SLO == (knee.SLO{}) {
+		return fmt.Errorf("scenario %s: deployment %s/%s has no SLO", s.Name, s.Deployment.Preset, s.Deployment.Workload)
+	}
+	return nil
+}
+
+// validateShape checks everything but the SLO (which a generated
+// deployment only gets when it runs): names, schedules within range, known
+// workloads and tightness.
+func (s *Scenario) validateShape() error {
 	switch {
 	case s.Name == "":
 		return fmt.Errorf("scenario %d: no name", s.ID)
@@ -76,13 +116,29 @@ func (s *Scenario) validate() error {
 		return fmt.Errorf("scenario %s: alternative workload %q without a share schedule", s.Name, s.AltWorkload)
 	case s.Slowdown != nil && s.SlowdownMax < 1:
 		return fmt.Errorf("scenario %s: a slowdown schedule needs SlowdownMax ≥ 1, got %v", s.Name, s.SlowdownMax)
+	case s.Deployment.SLO == (knee.SLO{}) && s.Deployment.Tightness != SLOTight && s.Deployment.Tightness != SLOLoose:
+		return fmt.Errorf("scenario %s: deployment %s/%s has no SLO and an unknown SLO tightness %q (known: %s, %s)",
+			s.Name, s.Deployment.Preset, s.Deployment.Workload, s.Deployment.Tightness, SLOTight, SLOLoose)
+	}
+	if _, err := sim.LoadPreset(s.Deployment.Preset); err != nil {
+		return fmt.Errorf("scenario %s: %w", s.Name, err)
+	}
+	for _, w := range []string{s.Deployment.Workload, s.AltWorkload} {
+		if _, ok := workload.Preset(w); w != "" && !ok {
+			return fmt.Errorf("scenario %s: unknown workload %q (known: %v)", s.Name, w, workload.PresetNames())
+		}
 	}
 	for t := time.Duration(0); t <= s.Duration; t += time.Second {
-		if l := s.Load(t); !(l >= 0) || math.IsInf(l, 0) {
-			return fmt.Errorf("scenario %s: load at %s is %v, want a finite value ≥ 0", s.Name, t, l)
+		if l := s.Load(t); !(l >= 0) || l > maxLoad {
+			return fmt.Errorf("scenario %s: load at %s is %v, want 0..%d× the knee", s.Name, t, l, maxLoad)
 		}
 		if f := s.slowdownAt(t); !(f >= 1) || f > max(s.SlowdownMax, 1) {
 			return fmt.Errorf("scenario %s: slowdown at %s is %v, want 1..%v", s.Name, t, f, max(s.SlowdownMax, 1))
+		}
+		if s.AltShare != nil {
+			if v := s.AltShare(t); !(v >= 0 && v <= 1) {
+				return fmt.Errorf("scenario %s: mix share at %s is %v, want 0..1", s.Name, t, v)
+			}
 		}
 	}
 	return nil

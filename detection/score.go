@@ -169,4 +169,15 @@ func headroomError(inferred []float64, truth []TruthPoint, skip int) HeadroomErr
 	return e
 }
 
+// headroomErrors are the errors headroomError summarizes, in time order.
+func headroomErrors(inferred []float64, truth []TruthPoint, skip int) []float64 {
+	var errs []float64
+	for i := skip; i < len(truth) && i < len(inferred); i++ {
+		if knee.Known(inferred[i]) {
+			errs = append(errs, math.Abs(clamp01(inferred[i])-clamp01(truth[i].Headroom)))
+		}
+	}
+	return errs
+}
+
 func clamp01(v float64) float64 { return min(max(v, 0), 1) }

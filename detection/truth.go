@@ -17,10 +17,15 @@ type TruthPoint struct {
 	Knee, Headroom float64
 	// TTFTP and TPOTP are the SLO percentile of TTFT over the requests whose
 	// first token came in the last SLO window, and of TPOT over those that
-	// finished in it (see knee.WindowedQuantile); NaN when too few requests.
+	// finished in it, reaching back as far as it takes to hold
+	// knee.MinWindowRequests (see truthQuantile); NaN while the run has not
+	// yet produced that many.
 	TTFTP, TPOTP float64
 	// Breached is true when either percentile is over its threshold.
 	Breached bool
+	// Unknown is true when neither percentile could be judged (and neither
+	// breached): the start of a run, before enough requests finished.
+	Unknown bool
 }
 
 // Episode is a stretch of time, [Start, End].
@@ -45,26 +50,34 @@ type truthConfig struct {
 // groundTruth computes the truth at every tick of a run.
 func groundTruth(tr *runTrace, cfg truthConfig) []TruthPoint {
 	out := make([]TruthPoint, len(tr.ticks))
-	ttft := knee.WindowedQuantile{Events: tr.ttft, Width: cfg.sloWindow, Q: cfg.slo.Quantile}
-	tpot := knee.WindowedQuantile{Events: tr.tpot, Width: cfg.sloWindow, Q: cfg.slo.Quantile}
+	ttft := truthQuantile{events: tr.ttft, width: cfg.sloWindow, q: cfg.slo.Quantile}
+	tpot := truthQuantile{events: tr.tpot, width: cfg.sloWindow, q: cfg.slo.Quantile}
 	for i, tk := range tr.ticks {
 		p := TruthPoint{At: tk.at}
-		// The load window's start is a tick (ticks are evenly spaced from
-		// the start), or the start of the run.
-		back := int(cfg.loadWindow / cfg.interval)
-		area0, span := 0.0, tk.offset
-		if i-back >= 0 {
-			area0, span = tr.ticks[i-back].inflightArea, cfg.loadWindow
-		}
-		p.Load = (tk.inflightArea - area0) / span.Seconds()
-		p.Knee = cfg.grid.at(tk.altShare, tk.slowdown)
-		p.Headroom = 1 - p.Load/p.Knee
-		p.TTFTP = ttft.At(tk.at)
-		p.TPOTP = tpot.At(tk.at)
+		p.Load, p.Knee, p.Headroom = trueHeadroom(tr.ticks, i, cfg)
+		p.TTFTP = ttft.at(tk.at)
+		p.TPOTP = tpot.at(tk.at)
 		p.Breached = cfg.slo.BreachedBy(p.TTFTP, p.TPOTP)
+		p.Unknown = !p.Breached && !(knee.Known(p.TTFTP) && knee.Known(p.TPOTP))
 		out[i] = p
 	}
 	return out
+}
+
+// trueHeadroom is the true load, knee and headroom at ticks[i]; it reads
+// only ticks up to i, so it can be computed as the run goes (the oracle).
+func trueHeadroom(ticks []tickTruth, i int, cfg truthConfig) (load, kneeC, headroom float64) {
+	tk := ticks[i]
+	// The load window's start is a tick (ticks are evenly spaced from the
+	// start), or the start of the run.
+	back := int(cfg.loadWindow / cfg.interval)
+	area0, span := 0.0, tk.offset
+	if i-back >= 0 {
+		area0, span = ticks[i-back].inflightArea, cfg.loadWindow
+	}
+	load = (tk.inflightArea - area0) / span.Seconds()
+	kneeC = cfg.grid.at(tk.altShare, tk.slowdown)
+	return load, kneeC, 1 - load/kneeC
 }
 
 // breachEpisodes groups the breached ticks into episodes.

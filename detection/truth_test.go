@@ -51,7 +51,7 @@ func TestGroundTruthLoadIsTheExactWindowMean(t *testing.T) {
 	g := &kneeGrid{shares: []float64{0}, slowdowns: []float64{1}, knees: [][]float64{{40}}}
 	pts := groundTruth(tr, truthConfig{interval: 5 * time.Second, loadWindow: time.Minute, sloWindow: 2 * time.Minute, grid: g})
 	for _, i := range []int{0, 5, 11, 23} {
-		if diff := cmp.Diff(TruthPoint{At: tr.ticks[i].at, Load: 10, Knee: 40, Headroom: 0.75, TTFTP: nanValue(), TPOTP: nanValue()}, pts[i], approx); diff != "" {
+		if diff := cmp.Diff(TruthPoint{At: tr.ticks[i].at, Load: 10, Knee: 40, Headroom: 0.75, TTFTP: nanValue(), TPOTP: nanValue(), Unknown: true}, pts[i], approx); diff != "" {
 			t.Errorf("tick %d (-want +got):\n%s", i, diff)
 		}
 	}
@@ -86,5 +86,26 @@ func TestClosedLoopWhatIfMovesOnlyTheKneeBack(t *testing.T) {
 	poisson.Knee.ClosedLoopConcurrency = 33
 	if _, err := withClosedLoopKnee(poisson); err == nil {
 		t.Error("a closed-loop knee between sweep points gave a profile, want an error")
+	}
+}
+
+func TestTruthQuantileReachesBackAsFarAsItTakes(t *testing.T) {
+	// One request every 10 s: 100 of them span 16.5 min, past the 10 min
+	// knee.WindowedQuantile stops at, so it would leave the moment unjudged.
+	var evs []knee.LatencyEvent
+	for i := range 150 {
+		evs = append(evs, knee.LatencyEvent{At: benchEpoch.Add(time.Duration(i) * 10 * time.Second), Seconds: float64(i)})
+	}
+	at := benchEpoch.Add(149 * 10 * time.Second)
+	capped := knee.WindowedQuantile{Events: evs, Width: 2 * time.Minute, Q: 0.5}
+	if v := capped.At(at); knee.Known(v) {
+		t.Fatalf("knee.WindowedQuantile judged the moment (%v); the test no longer shows the cap", v)
+	}
+	w := truthQuantile{events: evs, width: 2 * time.Minute, q: 0.5}
+	if v := w.at(at); !knee.Known(v) || v < 50 || v > 149 {
+		t.Errorf("the truth's median of the last 100 requests is %v, want one of requests 50–149", v)
+	}
+	if v := w.at(benchEpoch.Add(98 * 10 * time.Second)); knee.Known(v) {
+		t.Errorf("with 99 requests so far the truth judged the moment (%v), want unknown", v)
 	}
 }

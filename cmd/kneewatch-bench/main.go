@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/kneewatch/kneewatch/detection"
 )
@@ -42,7 +43,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	only := fs.String("scenarios", "", "comma-separated scenario numbers to run (default: all seven)")
 	seed := fs.Uint64("seed", 1, "random seed of arrivals, request lengths and knee sweeps")
 	otherSeeds := fs.String("other-seeds", "", "comma-separated seeds to run the same scenarios with again (no what-ifs), for the report's robustness table")
-	variants := fs.Bool("what-if", true, "also score kneewatch's page generated with other options, and kneewatch given the closed-loop knee")
+	variants := fs.Bool("what-if", true, "also score kneewatch's page generated with other options, and kneewatch given the closed-loop knee (regressions only)")
+	suite := fs.String("suite", "regressions", "what to run besides the regressions: regressions (only them), test (the generated suite's held-out half, which the report is about) or tune (the half defaults may be chosen on)")
+	suiteSeed := fs.Uint64("suite-seed", 1, "seed the generated suite is drawn with")
+	limit := fs.Int("limit", 0, "run only the first N scenarios of the suite half (0: all), for a quick look")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,10 +57,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	generated, err := suiteHalf(*suite, *suiteSeed, *limit)
+	if err != nil {
+		return err
+	}
 	seeds, err := parseSeeds(*otherSeeds)
 	if err != nil {
 		return err
 	}
+	started := time.Now()
 	opts := detection.Options{
 		Scenarios: scenarios,
 		Seed:      *seed,
@@ -70,6 +79,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(generated) > 0 {
+		half := opts
+		half.Scenarios, half.PageVariants, half.ClosedLoopWhatIf = generated, nil, false
+		if rep.Suite, err = detection.Run(ctx, half); err != nil {
+			return fmt.Errorf("suite %s: %w", *suite, err)
+		}
+		rep.SuiteHalf, rep.SuiteSeed = *suite, *suiteSeed
+	}
 	for _, seed := range seeds {
 		other := opts
 		other.Seed, other.PageVariants, other.ClosedLoopWhatIf = seed, nil, false
@@ -79,6 +96,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		rep.OtherSeeds = append(rep.OtherSeeds, o)
 	}
+	rep.Wall = time.Since(started)
 	command := commandLine(args)
 	if *out == "" {
 		return rep.Markdown(stdout, command)
@@ -93,6 +111,32 @@ func commandLine(args []string) string {
 		return "make bench-detection"
 	}
 	return strings.TrimSpace("go run ./cmd/kneewatch-bench " + strings.Join(args, " "))
+}
+
+// suiteHalf is the generated scenarios --suite asks for (none for
+// regressions), the first limit of them when limit > 0.
+func suiteHalf(name string, seed uint64, limit int) ([]detection.Scenario, error) {
+	if name == "regressions" {
+		return nil, nil
+	}
+	if limit < 0 {
+		return nil, fmt.Errorf("--limit: %d is not a number of scenarios (0 for all)", limit)
+	}
+	if seed == 0 {
+		return nil, errors.New("--suite-seed: 0 is not a seed (a whole number ≥ 1)")
+	}
+	s, err := detection.GenerateSuite(detection.SuiteOptions{Seed: seed})
+	if err != nil {
+		return nil, err
+	}
+	half, err := s.Half(name)
+	if err != nil {
+		return nil, fmt.Errorf("--suite: %w (or regressions)", err)
+	}
+	if limit > 0 && limit < len(half) {
+		half = half[:limit]
+	}
+	return half, nil
 }
 
 // parseSeeds reads a comma-separated list of seeds ("" is none).
