@@ -375,6 +375,12 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 
 	e.Observation = Observe(s.window, snap.Time, e.SLO)
 	e.Result = knee.Evaluate(e.Observation, t.Profile, w.opts.Knee)
+	if e.Result.OK && e.Knee != nil {
+		// The knee compared with, moved with the mix when the profile has a
+		// mix model: the one the on-call should see beside the headroom.
+		k := e.Result.Knee
+		e.Knee = &k
+	}
 	if w.opts.Probes != nil {
 		if ps, ok := w.opts.Probes.Summary(t.Replica); ok && ps.AllFailing {
 			e.Result = knee.Evaluate(knee.NewObservation(), nil, w.opts.Knee)

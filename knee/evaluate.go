@@ -140,8 +140,18 @@ type Result struct {
 // Evaluate compares one replica's observation with its knee profile. It is
 // a pure function: no I/O, no clock, no allocation.
 //
+// The knee is the profile's, moved with the mix when the profile has a
+// mix model (see MixModel) and the observed mean prompt or output tokens
+// per request drift from the profile's by more than noise (mixNoiseBand,
+// see Profile.mixShiftAt). Result.Knee is the knee used, moved or not.
+// Longer prompts are not the only shift that costs capacity: chat traffic
+// turning toward code-like requests with longer outputs at a constant
+// request rate breaks the SLO while the profile's knee still shows ~0.2 of
+// headroom; the moved knee does not.
+//
 // Headroom is 1 minus the largest of these ratios, each 1 at the knee:
-//   - load: in-flight load ÷ knee concurrency. Always present when OK.
+//   - load: in-flight load ÷ knee concurrency (the moved knee). Always
+//     present when OK.
 //   - throughput: output tokens/s read on the load scale: below the knee's
 //     output rate, the concurrency at which the profile's curve makes that
 //     rate ÷ the knee concurrency; from the knee's rate up, the rate ÷ the
@@ -149,7 +159,9 @@ type Result struct {
 //     throughput ratios; the plain rate ÷ knee rate would not, because
 //     throughput is concave in concurrency. Prompt tokens/s are read the
 //     same way, on the profile's curve of requests/s × its mean prompt, and
-//     the larger of the two counts: when the mix shifts to longer prompts
+//     the larger of the two counts. (With a moved knee, both rates are first
+//     divided by the moved knee's rate over the profile knee's, request
+//     rate × mean output or × mean prompt, so the moved knee reads 1.) When the mix shifts to longer prompts
 //     (RAG traffic on a chat replica), prefill work grows while output
 //     tokens and in-flight requests barely move, and the prefill steps it
 //     adds to every decode are what break a TPOT-bound knee. On the
@@ -167,7 +179,9 @@ type Result struct {
 //     saturation (Options.KVSaturation, or the knee's usage if higher): the
 //     ratio stays small until a mix of longer contexts starts filling the
 //     cache, then reaches 1 when the cache is nearly full.
-//   - effective_load: load ÷ the knee moved by the replica's speed, from
+//   - effective_load: load ÷ the profile's knee (not moved by the mix: the
+//     speed it reads already falls for heavier requests) moved by the
+//     replica's speed, from
 //     Options.EffectiveLoadMinRatio upward. A replica that makes fewer
 //     tokens at a load than its profile did (throughput efficiency e < 1)
 //     is slower (a throttled GPU) or serving heavier requests, and its knee
@@ -202,25 +216,29 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	}
 
 	nan := Unknown()
+	shift := p.mixShiftAt(obs.MeanPromptTokens, obs.MeanOutputTokens)
 	r := Result{
 		OK:                    true,
 		Load:                  load,
-		Knee:                  p.Knee,
+		Knee:                  shift.movedKnee(p.Knee),
 		OutputTokensPerSecond: nan,
 		ThroughputEfficiency:  nan,
 	}
 	for d := range r.Ratios {
 		r.Ratios[d] = nan
 	}
-	r.Ratios[DimensionLoad] = load / kneeC
+	r.Ratios[DimensionLoad] = load / r.Knee.Concurrency
+	nominalLoad := load / kneeC // against the profile's own knee, for the speed dimension
 
+	// Rates are read on the profile's curve after dividing out how the
+	// moved knee's rates differ from the profile's, so the moved knee reads 1.
 	out := obs.OutputTokensPerSecond
 	if nonNegative(out) {
 		r.OutputTokensPerSecond = out
-		r.Ratios[DimensionThroughput] = p.throughputLoadRatio(out)
+		r.Ratios[DimensionThroughput] = p.throughputLoadRatio(out / (shift.rate * shift.output))
 	}
 	if prompt := obs.PromptTokensPerSecond; nonNegative(prompt) && promptsGrew(obs.MeanPromptTokens, p.Workload.MeanPromptTokens) {
-		r.Ratios[DimensionThroughput] = maxKnown(r.Ratios[DimensionThroughput], p.rateLoadRatio(prompt, promptRate))
+		r.Ratios[DimensionThroughput] = maxKnown(r.Ratios[DimensionThroughput], p.rateLoadRatio(prompt/(shift.rate*shift.prompt), promptRate))
 	}
 
 	kv := obs.KVCacheUsage
@@ -240,11 +258,11 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 			r.ThroughputEfficiency = r.OutputTokensPerSecond / expected.OutputTokensPerSecond
 		}
 	}
-	if Known(r.ThroughputEfficiency) && r.Ratios[DimensionLoad] >= opts.effectiveLoadMinRatio() {
+	if Known(r.ThroughputEfficiency) && nominalLoad >= opts.effectiveLoadMinRatio() {
 		e := min(max(r.ThroughputEfficiency, minEfficiency), 1)
-		ratio := r.Ratios[DimensionLoad] / e
+		ratio := nominalLoad / e
 		if k, ok := p.speedKnee(e); ok && k > 0 {
-			ratio = max(ratio, min(load/k, r.Ratios[DimensionLoad]/minEfficiency))
+			ratio = max(ratio, min(load/k, nominalLoad/minEfficiency))
 		}
 		r.Ratios[DimensionEffectiveLoad] = ratio
 	}

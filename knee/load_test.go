@@ -53,6 +53,16 @@ func TestLoadRejectsEachInvalidFixtureWithItsExactError(t *testing.T) {
 		{"invalid-knee-resource.yaml", `line 185: knee.limitingResource: must be one of compute, kv_cache, got "memory"`},
 		{"invalid-knee-arrivals.yaml", `line 186: knee.arrivals: must be "closed-loop" or "poisson", got "open"`},
 		{"invalid-knee-poisson-rate.yaml", `line 180: knee.requestsPerSecond: must be > 0, got 0`},
+		{"invalid-mix-too-few-points.yaml", `line 188: mixModel.points: needs knees at 4 or more mixes, got 3`},
+		{"invalid-mix-point-mean.yaml", `line 204: mixModel.points[2].meanOutputTokens: must be > 0, got 0`},
+		{"invalid-mix-design.yaml", `line 188: mixModel.points: a mix model needs knees at two or more mean prompt lengths and two or more mean output lengths`},
+		{"invalid-mix-rises.yaml", `line 230: mixModel.points[6].requestsPerSecond: the knee rises with more work: ` +
+			`8.9 requests/s at 984 prompt / 205 output tokens, above the 5 of points[3] at 492 / 205`},
+		{"invalid-mix-coefficient-nan.yaml", `line 243: mixModel.concurrency.output: must be a finite number, got NaN`},
+		{"invalid-mix-rate-prompt.yaml", `line 244: mixModel.requestsPerSecond.prompt: must be < 0: ` +
+			`longer prompts cannot raise the request rate a knee sustains, got 0.5`},
+		{"invalid-mix-nominal.yaml", `line 243: mixModel.concurrency.atProfileMix: does not reproduce the profile's knee: ` +
+			`56, knee.concurrency is 112 (50% off, at most 20% allowed)`},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

@@ -13,7 +13,8 @@ const (
 )
 
 // Profile is schema v1 of a knee profile: what it matches, the SLO it was
-// measured against, the workload mix, every sweep point and the knee.
+// measured against, the workload mix, every sweep point, the knee and,
+// optionally, how the knee moves with the mix.
 type Profile struct {
 	APIVersion string       `yaml:"apiVersion" json:"apiVersion"`
 	Kind       string       `yaml:"kind" json:"kind"`
@@ -24,6 +25,10 @@ type Profile struct {
 	Sweep      SweepInfo    `yaml:"sweep" json:"sweep"`
 	Points     []Point      `yaml:"points" json:"points"`
 	Knee       Knee         `yaml:"knee" json:"knee"`
+	// MixModel, when present, says how the knee moves when the mean prompt
+	// and output lengths move away from the workload's (see MixModel).
+	// Profiles without it behave as before it existed.
+	MixModel *MixModel `yaml:"mixModel,omitempty" json:"mixModel,omitempty"`
 }
 
 // Metadata names the profile and says when it was made.

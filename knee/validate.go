@@ -43,7 +43,8 @@ func (e *ValidationError) Error() string {
 //     p50 ≤ p99, goodput ≤ output throughput;
 //   - the knee's concurrency is > 0 and equal to a point's or between two
 //     (an interpolated knee), its output throughput is > 0 and its limiting
-//     resource is a known one.
+//     resource is a known one;
+//   - the mix model, when given, is consistent (see validator.mixModel).
 func (p *Profile) Validate() error {
 	if p == nil {
 		return &ValidationError{Errors: []*FieldError{{Field: "profile", Message: "missing"}}}
@@ -74,6 +75,7 @@ func (p *Profile) Validate() error {
 	}
 	v.points(p.Points)
 	v.knee(&p.Knee, p.Points)
+	v.mixModel(p)
 	if len(v.errs) == 0 {
 		return nil
 	}

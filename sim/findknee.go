@@ -37,6 +37,10 @@ type KneeConfig struct {
 	// Logger reports each poisson trial (debug) and a knee moved onto the
 	// curve (warning); nil discards.
 	Logger *slog.Logger
+	// MixScales, when set, also measure the knee at the workload scaled by
+	// each factor pair, and attach the knee.MixModel fitted to those knees
+	// (see withMixModel); knee.DefaultMixScales is a small default set.
+	MixScales []knee.MixScale
 }
 
 // ErrSLOUnreachable is returned (with the profile of what was measured) when
@@ -58,7 +62,9 @@ var ErrSLOUnreachable = errors.New("the SLO is not met even at concurrency 1")
 //
 // With Arrivals poisson, the knee is then measured again the way users send
 // traffic (see findPoissonKnee); the points and levels stay the closed-loop
-// ones, the curve kneewatch reads throughput on.
+// ones, the curve kneewatch reads throughput on. With MixScales, the whole
+// search runs again at each scaled mix, and the profile gets the mix model
+// fitted to the knees (see withMixModel).
 func FindKnee(ctx context.Context, cfg KneeConfig) (knee.Profile, error) {
 	clock := cfg.Clock
 	if clock == nil {
@@ -197,9 +203,17 @@ func FindKnee(ctx context.Context, cfg KneeConfig) (knee.Profile, error) {
 		LimitingResource:       knee.LimitingResource(at),
 	}
 	if cfg.Arrivals == knee.ArrivalsPoisson {
-		return findPoissonKnee(ctx, cfg, openLoop, p, clock)
+		var err error
+		if p, err = findPoissonKnee(ctx, cfg, openLoop, p, clock); err != nil {
+			return p, err
+		}
 	}
-	return p, nil
+	if len(cfg.MixScales) == 0 {
+		return p, nil
+	}
+	p, err := withMixModel(ctx, cfg, p)
+	p.Sweep.FinishedAt = clock().UTC()
+	return p, err
 }
 
 // levelSeed derives a level's workload seed from the run's seed, so every

@@ -1,0 +1,93 @@
+package knee
+
+import "math"
+
+// mixNoiseBand is the relative drift of an observed mean (prompt or output
+// tokens per request) that moves the knee not at all; beyond it the knee
+// moves with the drift less the band. A window's mean is noisy: at 0.4
+// requests/s a 1-minute window holds ~24 requests, and the chat mix's
+// lengths (lognormal σ 0.8–0.9, a coefficient of variation of ~1) give
+// that mean a standard error of ~20%. Shrinking by the band, rather than
+// switching at it, keeps the knee continuous in the observed mix.
+const mixNoiseBand = 0.1
+
+// mixShift is how the profile's mix model moves the knee for an observed
+// mix: the factors by which the knee's concurrency, request rate and mean
+// prompt and output tokens move (all 1 when it does not), and whether it
+// moved.
+type mixShift struct {
+	concurrency, rate, prompt, output float64
+	moved                             bool
+}
+
+var noMixShift = mixShift{concurrency: 1, rate: 1, prompt: 1, output: 1}
+
+// mixShiftAt reads the mix model (see MixModel) at the observed means. A
+// mean that is unknown counts as the profile's own. Each mean is first
+// shrunk toward the profile's by mixNoiseBand. Within the range of means
+// measured, the model is read as fitted. Outside it, the mean is held at
+// the nearest measured one, and past the heaviest measured, the model may
+// only lower the knee further: its slope at the edge is followed when that
+// lowers the knee, else the edge's knee is kept. A quadratic extrapolated
+// can turn back up; a knee that rose with heavier requests than any measured
+// would read headroom that is not there. Lighter requests than any measured
+// keep the lightest mix's knee rather than guess how far it rises.
+func (p *Profile) mixShiftAt(prompt, output float64) mixShift {
+	m := p.MixModel
+	mp, mo := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
+	if m == nil || len(m.Points) == 0 || !(mp > 0) || !(mo > 0) {
+		return noMixShift
+	}
+	op := mp * (1 + shrink(prompt/mp-1))
+	oo := mo * (1 + shrink(output/mo-1))
+	if op == mp && oo == mo {
+		return noMixShift
+	}
+	pLo, pHi, oLo, oHi := m.ranges()
+	x, z := math.Log(op/mp), math.Log(oo/mo)
+	xc := min(max(x, math.Log(pLo/mp)), math.Log(pHi/mp))
+	zc := min(max(z, math.Log(oLo/mo)), math.Log(oHi/mo))
+	dx, dz := max(x-xc, 0), max(z-zc, 0) // beyond the heaviest measured
+	c := edgeOrLower(m.Concurrency, xc, zc, dx, dz)
+	r := edgeOrLower(m.RequestsPerSecond, xc, zc, dx, dz)
+	if !Known(c) || !Known(r) {
+		return noMixShift
+	}
+	return mixShift{concurrency: math.Exp(c), rate: math.Exp(r), prompt: op / mp, output: oo / mo, moved: true}
+}
+
+// edgeOrLower is q's log ratio at (xc, zc), or, when that lies dx, dz
+// short of the mix, the linear extrapolation along q's gradient if it is
+// lower.
+func edgeOrLower(q LogQuadratic, xc, zc, dx, dz float64) float64 {
+	v := q.logRatio(xc, zc)
+	if dx == 0 && dz == 0 {
+		return v
+	}
+	gx := q.Prompt + 2*q.PromptSquared*xc + q.PromptOutput*zc
+	gz := q.Output + q.PromptOutput*xc + 2*q.OutputSquared*zc
+	return min(v, v+gx*dx+gz*dz)
+}
+
+// shrink moves a relative drift toward 0 by mixNoiseBand; an unknown drift
+// (an unknown or negative mean) is 0.
+func shrink(d float64) float64 {
+	if !Known(d) || d < -1 {
+		return 0
+	}
+	return math.Copysign(max(math.Abs(d)-mixNoiseBand, 0), d)
+}
+
+// movedKnee is k moved by s: its concurrency and request rate by the
+// model, its output (and goodput) tokens/s by the rate times the longer or
+// shorter outputs.
+func (s mixShift) movedKnee(k Knee) Knee {
+	if !s.moved {
+		return k
+	}
+	k.Concurrency *= s.concurrency
+	k.RequestsPerSecond *= s.rate
+	k.OutputTokensPerSecond *= s.rate * s.output
+	k.GoodputTokensPerSecond *= s.rate * s.output
+	return k
+}

@@ -1,0 +1,82 @@
+package knee
+
+import "math"
+
+// MixModel records how the knee moves with the request mix: the knee
+// measured at several mixes (the profile's own, and mixes whose prompts,
+// outputs or both were scaled; see MixScale), and a model of the knee in
+// the mean prompt P and mean output O tokens per request fitted to them.
+// Each of the knee's concurrency and request rate is a quadratic in the
+// logs of the means relative to the profile's (P₀, O₀):
+//
+//	ln y(P,O) = ln AtProfileMix + Prompt·x + Output·z + PromptSquared·x² + PromptOutput·x·z + OutputSquared·z²
+//	x = ln(P/P₀), z = ln(O/O₀)
+//
+// Why this form: on the simulator (every preset, chat and code mixes, knees
+// under Poisson arrivals), the knee is far from linear in either mean. With
+// a TPOT-bound knee, a request's p99 TPOT holds the prefills that ran during
+// its decode spread over its output tokens: longer prompts cost much more
+// than their prefill time, and longer outputs dilute that cost, so the knee
+// concurrency depends mostly on P/O and the request rate can even rise with
+// longer outputs. A model linear in the means (1/λ = a + b·P + c·O, the
+// concurrency from Little's law) missed knees at mixes it was not fitted to
+// by 20–300%; the log-quadratic fitted to a 3×3 grid of prompt and output
+// scales reproduces the grid's knees within a few percent and curves where
+// the knee does. (A square term is 0 when its mean was measured at only
+// two lengths; see FitMixModel.) Outside the measured range it is only used to lower the
+// knee (see Profile.mixShiftAt).
+type MixModel struct {
+	// Points are the knees measured at each mix, the profile's own included.
+	Points []MixPoint `yaml:"points" json:"points"`
+	// Concurrency and RequestsPerSecond are the fitted models of the knee's
+	// in-flight requests and request rate.
+	Concurrency       LogQuadratic `yaml:"concurrency,flow" json:"concurrency"`
+	RequestsPerSecond LogQuadratic `yaml:"requestsPerSecond,flow" json:"requestsPerSecond"`
+}
+
+// MixPoint is the knee measured at one mix.
+type MixPoint struct {
+	// PromptScale and OutputScale are the factors the profile's mix was
+	// scaled by (1 and 1 for the profile's own mix), for the reader.
+	PromptScale      float64 `yaml:"promptScale" json:"promptScale"`
+	OutputScale      float64 `yaml:"outputScale" json:"outputScale"`
+	MeanPromptTokens float64 `yaml:"meanPromptTokens" json:"meanPromptTokens"`
+	MeanOutputTokens float64 `yaml:"meanOutputTokens" json:"meanOutputTokens"`
+	// Concurrency is the knee's in-flight requests and RequestsPerSecond
+	// its request rate, measured the way the profile's knee was.
+	Concurrency       float64 `yaml:"concurrency" json:"concurrency"`
+	RequestsPerSecond float64 `yaml:"requestsPerSecond" json:"requestsPerSecond"`
+}
+
+// LogQuadratic is one fitted quantity of a MixModel: its value at the
+// profile's mix and the coefficients of x = ln(P/P₀) and z = ln(O/O₀) in
+// its log (see MixModel).
+type LogQuadratic struct {
+	AtProfileMix  float64 `yaml:"atProfileMix" json:"atProfileMix"`
+	Prompt        float64 `yaml:"prompt" json:"prompt"`
+	Output        float64 `yaml:"output" json:"output"`
+	PromptSquared float64 `yaml:"promptSquared" json:"promptSquared"`
+	PromptOutput  float64 `yaml:"promptOutput" json:"promptOutput"`
+	OutputSquared float64 `yaml:"outputSquared" json:"outputSquared"`
+}
+
+// logRatio is ln(y(x,z) ÷ AtProfileMix).
+func (q LogQuadratic) logRatio(x, z float64) float64 {
+	return q.Prompt*x + q.Output*z + q.PromptSquared*x*x + q.PromptOutput*x*z + q.OutputSquared*z*z
+}
+
+// At is the model's value at x = ln(P/P₀), z = ln(O/O₀).
+func (q LogQuadratic) At(x, z float64) float64 {
+	return q.AtProfileMix * math.Exp(q.logRatio(x, z))
+}
+
+// ranges are the smallest and largest means measured.
+func (m *MixModel) ranges() (pLo, pHi, oLo, oHi float64) {
+	pLo, oLo = m.Points[0].MeanPromptTokens, m.Points[0].MeanOutputTokens
+	pHi, oHi = pLo, oLo
+	for _, pt := range m.Points[1:] {
+		pLo, pHi = min(pLo, pt.MeanPromptTokens), max(pHi, pt.MeanPromptTokens)
+		oLo, oHi = min(oLo, pt.MeanOutputTokens), max(oHi, pt.MeanOutputTokens)
+	}
+	return pLo, pHi, oLo, oHi
+}

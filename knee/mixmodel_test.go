@@ -1,0 +1,229 @@
+package knee
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func loadMix(t testing.TB) *Profile {
+	t.Helper()
+	p, err := Load("testdata/valid-mix.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// gridPoints are the knees a LogQuadratic pair gives on a grid of scales
+// of the means p0 and o0: exact measurements of a known model.
+func gridPoints(c, r LogQuadratic, p0, o0 float64, pScales, oScales []float64) []MixPoint {
+	var pts []MixPoint
+	for _, ps := range pScales {
+		for _, os := range oScales {
+			x, z := math.Log(ps), math.Log(os)
+			pts = append(pts, MixPoint{PromptScale: ps, OutputScale: os, MeanPromptTokens: p0 * ps, MeanOutputTokens: o0 * os,
+				Concurrency: c.At(x, z), RequestsPerSecond: r.At(x, z)})
+		}
+	}
+	return pts
+}
+
+func TestFitMixModelRecoversTheModelItsKneesCameFrom(t *testing.T) {
+	c := LogQuadratic{AtProfileMix: 60, Prompt: -1.1, Output: 0.7, PromptSquared: -0.2, PromptOutput: 0.35, OutputSquared: -0.15}
+	r := LogQuadratic{AtProfileMix: 25, Prompt: -1.4, Output: -0.3, PromptSquared: 0.05, PromptOutput: 0.25, OutputSquared: -0.1}
+	approx := cmpopts.EquateApprox(0, 1e-9)
+
+	m, err := FitMixModel(gridPoints(c, r, 200, 180, []float64{1, 2, 4}, []float64{0.5, 1, 2, 4}), 200, 180)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(c, m.Concurrency, approx); diff != "" {
+		t.Errorf("concurrency model (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(r, m.RequestsPerSecond, approx); diff != "" {
+		t.Errorf("rate model (-want +got):\n%s", diff)
+	}
+
+	// Two lengths of each mean cannot show a curvature: the squares are 0
+	// and the rest is fitted exactly when the truth has none.
+	c.PromptSquared, c.OutputSquared, r.PromptSquared, r.OutputSquared = 0, 0, 0, 0
+	m, err = FitMixModel(gridPoints(c, r, 200, 180, []float64{1, 3}, []float64{1, 2}), 200, 180)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(c, m.Concurrency, approx); diff != "" {
+		t.Errorf("2×2 concurrency model (-want +got):\n%s", diff)
+	}
+}
+
+func TestFitMixModelRejectsPointsThatCannotDetermineIt(t *testing.T) {
+	c := LogQuadratic{AtProfileMix: 60, Prompt: -1, Output: 0.5}
+	r := LogQuadratic{AtProfileMix: 25, Prompt: -1, Output: -0.2}
+	grid := gridPoints(c, r, 200, 180, []float64{1, 2}, []float64{1, 2})
+	zeroRate := gridPoints(c, r, 200, 180, []float64{1, 2}, []float64{1, 2})
+	zeroRate[2].RequestsPerSecond = 0
+	tests := []struct {
+		name   string
+		points []MixPoint
+		p0     float64
+		want   string
+	}{
+		{"too few", grid[:3], 200, "needs knees at 4 or more mixes, got 3"},
+		{"one prompt length", gridPoints(c, r, 200, 180, []float64{1}, []float64{1, 2, 4, 8}), 200, "two or more mean prompt lengths"},
+		{"a zero rate", zeroRate, 200, "mix point 2: requestsPerSecond must be > 0, got 0"},
+		{"no profile mean", grid, 0, "the profile's mean prompt and output tokens > 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := FitMixModel(tt.points, tt.p0, 180)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("FitMixModel error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// poissonMix is the valid mix-model profile with its knee measured under
+// Poisson arrivals, so its knee has a request rate to move.
+func poissonMix(t testing.TB) *Profile {
+	p := loadMix(t)
+	p.Knee.Arrivals = ArrivalsPoisson
+	p.Knee.RequestsPerSecond = p.MixModel.RequestsPerSecond.AtProfileMix
+	p.Knee.ClosedLoopConcurrency = p.Knee.Concurrency
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestEvaluateMovesTheKneeWhenOutputsGrow(t *testing.T) {
+	p := poissonMix(t)
+	m := p.MixModel
+	p0, o0 := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
+	rate0, c0 := p.Knee.RequestsPerSecond, p.Knee.Concurrency
+
+	// Outputs twice as long at the profile knee's request rate: by Little's
+	// law the replica holds rate × the longer time in flight.
+	grown := 2.0
+	seen := 1 + (grown - 1 - mixNoiseBand) // the drift past the noise band
+	z := math.Log(seen)
+	cf := m.Concurrency.At(0, z) / m.Concurrency.AtProfileMix
+	rf := m.RequestsPerSecond.At(0, z) / m.RequestsPerSecond.AtProfileMix
+	inFlight := rate0 * (c0 / rate0) * cf / rf
+	obs := observe(inFlight, func(o *Observation) {
+		o.MeanPromptTokens, o.MeanOutputTokens = p0, grown*o0
+		o.RequestsPerSecond = rate0
+	})
+	r := Evaluate(obs, p, Options{})
+	if !r.OK {
+		t.Fatalf("not OK: %s", r.Reason)
+	}
+	if !(r.Knee.RequestsPerSecond < rate0) {
+		t.Errorf("knee rate with outputs ×2 = %g, want below the profile's %g", r.Knee.RequestsPerSecond, rate0)
+	}
+	approx := cmpopts.EquateApprox(1e-12, 0)
+	if !cmp.Equal(r.Knee.Concurrency, c0*cf, approx) || !cmp.Equal(r.Knee.RequestsPerSecond, rate0*rf, approx) {
+		t.Errorf("moved knee = %g in flight at %g requests/s, want %g at %g", r.Knee.Concurrency, r.Knee.RequestsPerSecond, c0*cf, rate0*rf)
+	}
+	if want := p.Knee.OutputTokensPerSecond * rf * seen; !cmp.Equal(r.Knee.OutputTokensPerSecond, want, approx) {
+		t.Errorf("moved knee output = %g tokens/s, want %g (rate × longer outputs)", r.Knee.OutputTokensPerSecond, want)
+	}
+	// The profile knee's rate is past the moved knee by the rate it lost.
+	if want := 1 - 1/rf; !cmp.Equal(r.Headroom, want, approx) || r.Dimension != DimensionLoad {
+		t.Errorf("headroom = %g by %s, want %g by load (1 − profile rate ÷ moved knee rate)", r.Headroom, r.Dimension, want)
+	}
+	if !(r.Headroom < 0) {
+		t.Errorf("headroom at the profile knee's rate with longer outputs = %g, want < 0", r.Headroom)
+	}
+}
+
+func TestEvaluateWithAMixModelIsUnchangedWithinTheNoiseBand(t *testing.T) {
+	p := loadMix(t)
+	without := *p
+	without.MixModel = nil
+	nan := Unknown()
+	for _, means := range [][2]float64{
+		{p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens},
+		{p.Workload.MeanPromptTokens * (1 + mixNoiseBand), p.Workload.MeanOutputTokens * (1 - mixNoiseBand)},
+		{nan, nan},
+		{nan, p.Workload.MeanOutputTokens * 1.05},
+	} {
+		obs := benchObservation()
+		obs.MeanPromptTokens, obs.MeanOutputTokens = means[0], means[1]
+		got, want := Evaluate(obs, p, Options{}), Evaluate(obs, &without, Options{})
+		if diff := cmp.Diff(want, got, cmpopts.EquateNaNs()); diff != "" {
+			t.Errorf("means %v: the mix model changed the result (-without +with):\n%s", means, diff)
+		}
+	}
+}
+
+func TestMixModelNeverExtrapolatesToAHigherKnee(t *testing.T) {
+	p := loadMix(t)
+	m := p.MixModel
+	_, pHi, _, oHi := m.ranges()
+	p0, o0 := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
+	band := 1 + mixNoiseBand
+	edge := p.mixShiftAt(pHi*band, oHi*band) // shrunk back exactly onto the heaviest mix
+	for _, f := range []float64{1.5, 3, 10} {
+		s := p.mixShiftAt(pHi*band*f, oHi*band*f)
+		if s.concurrency > edge.concurrency*(1+1e-12) || s.rate > edge.rate*(1+1e-12) {
+			t.Errorf("%g× past the heaviest measured mix: knee ×%g at ×%g rate, above the edge's ×%g at ×%g",
+				f, s.concurrency, s.rate, edge.concurrency, edge.rate)
+		}
+	}
+	// Lighter than any measured: the lightest measured mix's knee.
+	if light := p.mixShiftAt(p0/10, o0/10); light.concurrency != 1 || light.rate != 1 {
+		t.Errorf("a mix 10× lighter than any measured moved the knee: ×%g at ×%g rate, want the lightest measured (×1)",
+			light.concurrency, light.rate)
+	}
+}
+
+func TestEvaluateWithAMixModelDoesNotAllocate(t *testing.T) {
+	p := loadMix(t)
+	obs := benchObservation()
+	obs.MeanOutputTokens *= 2
+	if allocs := testing.AllocsPerRun(100, func() { Evaluate(obs, p, Options{}) }); allocs != 0 {
+		t.Errorf("Evaluate allocates %v times per call, want 0", allocs)
+	}
+}
+
+func BenchmarkEvaluateMixModel(b *testing.B) {
+	p := loadMix(b)
+	obs := benchObservation()
+	obs.MeanOutputTokens *= 2
+	b.ReportAllocs()
+	var r Result
+	for b.Loop() {
+		r = Evaluate(obs, p, Options{})
+	}
+	if !r.OK || r.Knee.Concurrency == p.Knee.Concurrency {
+		b.Fatalf("Evaluate not OK (%s) or the knee did not move", r.Reason)
+	}
+}
+
+func TestParseMixScales(t *testing.T) {
+	got, err := ParseMixScales("2:1, 1:0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []MixScale{{2, 1}, {1, 0.5}}; !cmp.Equal(got, want) {
+		t.Errorf("ParseMixScales = %v, want %v", got, want)
+	}
+	if got, _ := ParseMixScales("default"); !cmp.Equal(got, DefaultMixScales) {
+		t.Errorf("default = %v, want %v", got, DefaultMixScales)
+	}
+	for in, want := range map[string]string{
+		"2":       `mix scale "2": want PROMPT:OUTPUT factors`,
+		"2:0":     `mix scale "2:0": output factor: want a finite number > 0, got "0"`,
+		"x:1":     `mix scale "x:1": prompt factor`,
+		"2:1,2:1": `mix scale "2:1" is listed twice`,
+	} {
+		if _, err := ParseMixScales(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseMixScales(%q) error = %v, want %q", in, err, want)
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package knee
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// MixScale is one mix a mix model is measured at: the profile's mix with
+// every prompt length multiplied by Prompt and every output by Output.
+type MixScale struct {
+	Prompt, Output float64
+}
+
+func (s MixScale) String() string {
+	return strconv.FormatFloat(s.Prompt, 'g', -1, 64) + ":" + strconv.FormatFloat(s.Output, 'g', -1, 64)
+}
+
+// DefaultMixScales are the mixes a mix model is measured at besides the
+// profile's own: a 3×3 grid of prompts and outputs ×1, ×2 and ×4. Longer
+// requests are where a knee falls and kneewatch must not read too much
+// headroom, so the grid lies that way; lighter mixes keep the lightest
+// measured knee (see Profile.mixShiftAt). Eight extra searches: under
+// Poisson arrivals about 8× the profile's own search time.
+var DefaultMixScales = []MixScale{{1, 2}, {1, 4}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}, {4, 4}}
+
+// ParseMixScales reads a comma-separated list of PROMPT:OUTPUT factors,
+// e.g. "2:1,1:2,2:2"; "default" is DefaultMixScales. Factors must be
+// finite and > 0, and no pair may repeat.
+func ParseMixScales(s string) ([]MixScale, error) {
+	if strings.TrimSpace(s) == "default" {
+		return append([]MixScale(nil), DefaultMixScales...), nil
+	}
+	var out []MixScale
+	seen := map[MixScale]bool{}
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		ps, os, ok := strings.Cut(item, ":")
+		if !ok {
+			return nil, fmt.Errorf("mix scale %q: want PROMPT:OUTPUT factors, e.g. 2:1", item)
+		}
+		p, err := scaleFactor(ps)
+		if err != nil {
+			return nil, fmt.Errorf("mix scale %q: prompt factor: %w", item, err)
+		}
+		o, err := scaleFactor(os)
+		if err != nil {
+			return nil, fmt.Errorf("mix scale %q: output factor: %w", item, err)
+		}
+		m := MixScale{p, o}
+		if seen[m] {
+			return nil, fmt.Errorf("mix scale %q is listed twice", item)
+		}
+		seen[m] = true
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func scaleFactor(s string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || !(f > 0) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("want a finite number > 0, got %q", s)
+	}
+	return f, nil
+}

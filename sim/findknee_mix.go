@@ -1,0 +1,88 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// ErrMixModel is returned, with the profile measured at its own mix (and no
+// mix model), when too few scaled mixes had a knee to fit the model to.
+var ErrMixModel = errors.New("cannot fit the mix model")
+
+// withMixModel measures the knee again at each of cfg.MixScales (the
+// workload scaled by workload.Generator.Scaled, within the preset's
+// max_model_len), the same way as p's knee, and attaches the knee.MixModel
+// fitted to those knees and p's own. A scaled mix whose SLO cannot be met at
+// all, or whose knee lies beyond MaxConcurrency (only a lower bound), is
+// left out with a warning; the model needs knee.MinMixPoints that remain.
+func withMixModel(ctx context.Context, cfg KneeConfig, p knee.Profile) (knee.Profile, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	own, err := mixPoint(p, knee.MixScale{Prompt: 1, Output: 1})
+	if err != nil {
+		return p, err
+	}
+	points := []knee.MixPoint{own}
+	for _, s := range cfg.MixScales {
+		if s == (knee.MixScale{Prompt: 1, Output: 1}) {
+			continue
+		}
+		gen, err := cfg.Workload.Scaled(s.Prompt, s.Output, cfg.Engine.Preset.MaxModelLen)
+		if err != nil {
+			return p, fmt.Errorf("mix scale %s: %w", s, err)
+		}
+		sub := cfg
+		sub.Workload, sub.MixScales = gen, nil
+		q, err := FindKnee(ctx, sub)
+		switch {
+		case errors.Is(err, ErrSLOUnreachable) || errors.Is(err, ErrOpenLoopSLOUnreachable):
+			log.Warn("the mix model leaves out a mix whose SLO cannot be met", "mix_scale", s.String(), "err", err)
+			continue
+		case err != nil:
+			return p, fmt.Errorf("mix scale %s: %w", s, err)
+		case q.Metadata.Partial:
+			log.Warn("the mix model leaves out a mix whose knee lies beyond --max-concurrency", "mix_scale", s.String(),
+				"max_concurrency", cfg.MaxConcurrency)
+			continue
+		}
+		pt, err := mixPoint(q, s)
+		if err != nil {
+			return p, fmt.Errorf("mix scale %s: %w", s, err)
+		}
+		points = append(points, pt)
+	}
+	m, err := knee.FitMixModel(points, p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens)
+	if err != nil {
+		return p, fmt.Errorf("%w: knees at %d mixes: %w", ErrMixModel, len(points), err)
+	}
+	p.MixModel = &m
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("the profile with its mix model does not validate: %w", err)
+	}
+	return p, nil
+}
+
+// mixPoint is p's knee as a point of a mix model: its mix's means, its
+// concurrency and its request rate (a poisson knee's own, else the rate of
+// the closed-loop curve's point at the knee).
+func mixPoint(p knee.Profile, s knee.MixScale) (knee.MixPoint, error) {
+	rate := p.Knee.RequestsPerSecond
+	if p.Knee.ArrivalsOrDefault() == knee.ArrivalsClosedLoop {
+		pt, ok := knee.PointAt(p.Points, p.Knee.Concurrency)
+		if !ok {
+			return knee.MixPoint{}, fmt.Errorf("the closed-loop knee at concurrency %g has no point", p.Knee.Concurrency)
+		}
+		rate = pt.RequestsPerSecond
+	}
+	return knee.MixPoint{
+		PromptScale: s.Prompt, OutputScale: s.Output,
+		MeanPromptTokens: p.Workload.MeanPromptTokens, MeanOutputTokens: p.Workload.MeanOutputTokens,
+		Concurrency: p.Knee.Concurrency, RequestsPerSecond: rate,
+	}, nil
+}
