@@ -39,6 +39,9 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	steady := fs.Duration("open-loop-steady", sim.DefaultOpenLoopSteady, fmt.Sprintf("with --arrivals poisson: the judged part of each trial, at every\n"+
 		"%s of which the SLO percentiles over the last %s must hold", sim.DefaultOpenLoopTick, knee.DefaultSLOWindow))
 	warmup := fs.Duration("open-loop-warmup", sim.DefaultOpenLoopWarmup, "with --arrivals poisson: how long each trial runs before it is judged")
+	mixScales := fs.String("mix-scales", "", "also measure the knee at the workload scaled by each PROMPT:OUTPUT factor pair\n"+
+		"(e.g. 2:1,1:2,2:2, or \"default\" for "+joinMixScales(knee.DefaultMixScales)+") and add the\n"+
+		"mixModel the knee moves with when live traffic's mean prompt or output drifts; empty: none")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kneewatch sim knee --slo-ttft D --slo-tpot D [flags]")
 		fmt.Fprintln(stderr, "\nRuns the simulator closed-loop in virtual time at concurrency 1, 2, 4, … and bisects to")
@@ -80,6 +83,13 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("sim knee: --open-loop-warmup must be > 0 (a trial starts with an empty replica), got %s", *warmup)
 	}
 
+	var scales []knee.MixScale
+	if *mixScales != "" {
+		var err error
+		if scales, err = knee.ParseMixScales(*mixScales); err != nil {
+			return fmt.Errorf("sim knee: --mix-scales: %w", err)
+		}
+	}
 	p, err := sim.LoadPreset(*preset)
 	if err != nil {
 		return fmt.Errorf("sim knee: --preset: %w", err)
@@ -102,6 +112,7 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Clock:          time.Now,
 		Arrivals:       knee.Arrivals(*arrivals),
 		OpenLoop:       sim.OpenLoopConfig{Steady: *steady, Warmup: *warmup},
+		MixScales:      scales,
 		Logger:         slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -120,4 +131,13 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("sim knee: writing the profile: %w", err)
 	}
 	return enc.Close()
+}
+
+// joinMixScales is the scales as --mix-scales takes them.
+func joinMixScales(scales []knee.MixScale) string {
+	parts := make([]string, len(scales))
+	for i, s := range scales {
+		parts[i] = s.String()
+	}
+	return strings.Join(parts, ",")
 }

@@ -44,6 +44,34 @@ func TestSimKneePrintsTheTrueKneeAsYAML(t *testing.T) {
 	}
 }
 
+func TestSimKneeWithMixScalesAddsAMixModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("five knee searches")
+	}
+	var out, errb bytes.Buffer
+	args := []string{"sim", "knee", "--preset", "llama-3.1-8b-h100", "--workload", "chat",
+		"--slo-ttft", "1s", "--slo-tpot", "30ms", "--mix-scales", "2:1,1:2,2:2,3:1"}
+	if err := run(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, errb.String())
+	}
+	prof, err := knee.Parse(out.Bytes(), "stdout")
+	if err != nil {
+		t.Fatalf("output is not a valid knee profile: %v", err)
+	}
+	m := prof.MixModel
+	if m == nil || len(m.Points) != 5 {
+		t.Fatalf("mix model = %+v, want one with the profile's mix and 4 scaled ones", m)
+	}
+	if own := m.Points[0]; own.Concurrency != prof.Knee.Concurrency || own.MeanPromptTokens != prof.Workload.MeanPromptTokens {
+		t.Errorf("first mix point %+v is not the profile's own knee %g at %g prompt tokens", own, prof.Knee.Concurrency, prof.Workload.MeanPromptTokens)
+	}
+	for _, pt := range m.Points[1:] {
+		if want := prof.Workload.MeanPromptTokens * pt.PromptScale; pt.MeanPromptTokens < 0.9*want || pt.MeanPromptTokens > 1.1*want {
+			t.Errorf("point at prompt ×%g has mean prompt %g, want about %g", pt.PromptScale, pt.MeanPromptTokens, want)
+		}
+	}
+}
+
 func TestSimKneeWarnsWhenTheSLOHoldsAtEveryLevel(t *testing.T) {
 	var out, errb bytes.Buffer
 	args := []string{"sim", "knee", "--slo-ttft", "10s", "--slo-tpot", "1s", "--max-concurrency", "4"}
@@ -114,6 +142,8 @@ func TestSimKneeRejectsBadFlags(t *testing.T) {
 		{"steady part shorter than a tick", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--arrivals", "poisson", "--open-loop-steady", "1s"},
 			"sim knee: open loop: tick 5s is longer than the steady part 1s, so the SLO would never be judged"},
 		{"stray argument", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "extra"}, `sim knee: unexpected arguments ["extra"]`},
+		{"bad mix scale", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--mix-scales", "2:1,2"},
+			`sim knee: --mix-scales: mix scale "2": want PROMPT:OUTPUT factors, e.g. 2:1`},
 		{"SLO unreachable", []string{"--preset", "llama-3.1-8b-l4", "--slo-ttft", "1s", "--slo-tpot", "10ms", "--max-concurrency", "2"},
 			"sim knee: the SLO is not met even at concurrency 1: p99 TTFT 0.677s (SLO 1s), p99 TPOT 0.0631s (SLO 10ms)"},
 	}
