@@ -2,6 +2,7 @@ package detection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -76,6 +77,15 @@ func (k *kneeFinder) profile(ctx context.Context, dep Deployment, alt string, sh
 	if err != nil {
 		return knee.Profile{}, err
 	}
+	// The deployment's nominal profile, the one kneewatch is given, carries
+	// the mix model an operator gets from `kneewatch sim knee --mix-scales
+	// default`: kneewatch moves its knee when the mix shifts. The knees at
+	// the scaled mixes are measured inside this search, once per
+	// deployment, and cached with the profile.
+	var mixScales []knee.MixScale
+	if alt == "" && slowdown == 1 {
+		mixScales = knee.DefaultMixScales
+	}
 	p, err := sim.FindKnee(ctx, sim.KneeConfig{
 		Engine:   sim.Config{Preset: preset, Slowdown: slowdown},
 		Workload: gen,
@@ -87,7 +97,14 @@ func (k *kneeFinder) profile(ctx context.Context, dep Deployment, alt string, sh
 		Arrivals:       knee.ArrivalsPoisson,
 		OpenLoop: sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: poissonSteady, Tick: k.opts.ScrapeInterval,
 			SLOWindow: k.opts.SLOWindow, Low: poissonLow, Steps: poissonSteps},
+		MixScales: mixScales,
 	})
+	if errors.Is(err, sim.ErrMixModel) {
+		// Too few scaled mixes had a knee (the SLO breaks at one request of
+		// the heavier ones): kneewatch gets the profile without a mix
+		// model, as before it existed.
+		err = nil
+	}
 	if err != nil {
 		return knee.Profile{}, fmt.Errorf("true knee of %s/%s (%.0f%% %s, slowdown %.2f): %w", dep.Preset, dep.Workload, 100*share, alt, slowdown, err)
 	}
