@@ -175,15 +175,26 @@ func (k *kneeCache) grid(ctx context.Context, sc *Scenario) (*kneeGrid, error) {
 		row := make([]float64, len(g.slowdowns))
 		for j, f := range g.slowdowns {
 			p, err := k.profile(ctx, sc.Deployment, sc.AltWorkload, share, f)
-			if err != nil {
+			switch {
+			case errors.Is(err, sim.ErrSLOUnreachable):
+				// Even one request at a time breaks the SLO (a share of
+				// long prompts under a TTFT set for chat): no load is safe.
+				row[j] = unreachableKnee
+			case err != nil:
 				return nil, err
+			default:
+				row[j] = p.Knee.Concurrency
 			}
-			row[j] = p.Knee.Concurrency
 		}
 		g.knees = append(g.knees, row)
 	}
 	return g, nil
 }
+
+// unreachableKnee stands for the knee of conditions under which the SLO
+// breaks even at concurrency 1: small enough that any load is far past it,
+// and finite so the grid's 1/knee interpolation stays a number.
+const unreachableKnee = 1e-3
 
 // gridSteps are the mix shares and the slowdown step a scenario's knee grid
 // is measured at. The regressions keep the fine grid their figures were

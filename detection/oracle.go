@@ -71,7 +71,8 @@ func withGauge(f *dto.MetricFamily, v float64) *dto.MetricFamily {
 
 // score evaluates the shipped rules over the oracle's store and scores its page.
 func (o *oracle) score(ctx context.Context, engine *promql.Engine, interval, length time.Duration, breaches []Episode) (DetectorScore, error) {
-	groups, err := shippedRules()
+	// Only the page and what it reads: the oracle scores nothing else.
+	groups, err := shippedAlerts(oracleDetector().Alerts)
 	if err != nil {
 		return DetectorScore{}, err
 	}

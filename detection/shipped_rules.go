@@ -71,15 +71,21 @@ func variantRules(variants []PageVariant) (rulefmt.RuleGroup, error) {
 // shippedRules picks kneewatch's generated alerts the detectors use and
 // every recording rule they read, directly or through other recording rules.
 func shippedRules() ([]rulefmt.RuleGroup, error) {
-	groups, err := rules.Generate(rules.DefaultOptions())
-	if err != nil {
-		return nil, fmt.Errorf("generating kneewatch's rules: %w", err)
-	}
 	var want []string
 	for _, d := range Detectors() {
 		if d.Shipped {
 			want = append(want, d.Alerts...)
 		}
+	}
+	return shippedAlerts(want)
+}
+
+// shippedAlerts picks the named alerts of kneewatch's generated rules and
+// every recording rule they read.
+func shippedAlerts(want []string) ([]rulefmt.RuleGroup, error) {
+	groups, err := rules.Generate(rules.DefaultOptions())
+	if err != nil {
+		return nil, fmt.Errorf("generating kneewatch's rules: %w", err)
 	}
 	p := parser.NewParser(parser.Options{})
 	needed := map[string]bool{}
