@@ -1,6 +1,9 @@
 package knee
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // MixModel records how the knee moves with the request mix: the knee
 // measured at several mixes (the profile's own, and mixes whose prompts,
@@ -79,4 +82,23 @@ func (m *MixModel) ranges() (pLo, pHi, oLo, oHi float64) {
 		oLo, oHi = min(oLo, pt.MeanOutputTokens), max(oHi, pt.MeanOutputTokens)
 	}
 	return pLo, pHi, oLo, oHi
+}
+
+// MixPointOf is p's knee as a point of a mix model measured at scale s of
+// the mix: the means of p's workload, its knee's concurrency and request
+// rate (a poisson knee's own, a closed-loop knee's from its curve point).
+func MixPointOf(p *Profile, s MixScale) (MixPoint, error) {
+	rate := p.Knee.RequestsPerSecond
+	if p.Knee.ArrivalsOrDefault() == ArrivalsClosedLoop {
+		pt, ok := PointAt(p.Points, p.Knee.Concurrency)
+		if !ok {
+			return MixPoint{}, fmt.Errorf("the closed-loop knee at concurrency %g has no sweep point", p.Knee.Concurrency)
+		}
+		rate = pt.RequestsPerSecond
+	}
+	return MixPoint{
+		PromptScale: s.Prompt, OutputScale: s.Output,
+		MeanPromptTokens: p.Workload.MeanPromptTokens, MeanOutputTokens: p.Workload.MeanOutputTokens,
+		Concurrency: p.Knee.Concurrency, RequestsPerSecond: rate,
+	}, nil
 }

@@ -24,7 +24,7 @@ func withMixModel(ctx context.Context, cfg KneeConfig, p knee.Profile) (knee.Pro
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	own, err := mixPoint(p, knee.MixScale{Prompt: 1, Output: 1})
+	own, err := knee.MixPointOf(&p, knee.MixScale{Prompt: 1, Output: 1})
 	if err != nil {
 		return p, err
 	}
@@ -51,7 +51,7 @@ func withMixModel(ctx context.Context, cfg KneeConfig, p knee.Profile) (knee.Pro
 				"max_concurrency", cfg.MaxConcurrency)
 			continue
 		}
-		pt, err := mixPoint(q, s)
+		pt, err := knee.MixPointOf(&q, s)
 		if err != nil {
 			return p, fmt.Errorf("mix scale %s: %w", s, err)
 		}
@@ -66,23 +66,4 @@ func withMixModel(ctx context.Context, cfg KneeConfig, p knee.Profile) (knee.Pro
 		return p, fmt.Errorf("the profile with its mix model does not validate: %w", err)
 	}
 	return p, nil
-}
-
-// mixPoint is p's knee as a point of a mix model: its mix's means, its
-// concurrency and its request rate (a poisson knee's own, else the rate of
-// the closed-loop curve's point at the knee).
-func mixPoint(p knee.Profile, s knee.MixScale) (knee.MixPoint, error) {
-	rate := p.Knee.RequestsPerSecond
-	if p.Knee.ArrivalsOrDefault() == knee.ArrivalsClosedLoop {
-		pt, ok := knee.PointAt(p.Points, p.Knee.Concurrency)
-		if !ok {
-			return knee.MixPoint{}, fmt.Errorf("the closed-loop knee at concurrency %g has no point", p.Knee.Concurrency)
-		}
-		rate = pt.RequestsPerSecond
-	}
-	return knee.MixPoint{
-		PromptScale: s.Prompt, OutputScale: s.Output,
-		MeanPromptTokens: p.Workload.MeanPromptTokens, MeanOutputTokens: p.Workload.MeanOutputTokens,
-		Concurrency: p.Knee.Concurrency, RequestsPerSecond: rate,
-	}, nil
 }

@@ -78,6 +78,13 @@ type Config struct {
 	Arrivals knee.Arrivals
 	// OpenLoop configures the Poisson trials.
 	OpenLoop OpenLoopConfig
+	// MixScales, when set, run the search again at the workload scaled by
+	// each factor pair and attach the fitted knee.MixModel to the profile
+	// (see withMixModel).
+	MixScales []knee.MixScale
+	// MaxModelLen caps a scaled mix's longest request (prompt plus
+	// output), as the server's --max-model-len does; 0 means no cap.
+	MaxModelLen int
 }
 
 // Outcome is what a sweep measured.
@@ -183,7 +190,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	case perr != nil:
 		return out, perr
 	case cfg.Arrivals != knee.ArrivalsPoisson:
-		return out, nil
+		return out, cfg.withMixModel(ctx, out)
 	}
 	if err := cfg.runPoisson(ctx, out); err != nil {
 		return out, err
@@ -192,7 +199,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if out.Interrupted {
 		return out, fmt.Errorf("%w: %s", ErrInterrupted, out.OpenLoopReason)
 	}
-	return out, nil
+	return out, cfg.withMixModel(ctx, out)
 }
 
 func (cfg *Config) defaults() error {

@@ -62,6 +62,10 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	arrivals := fs.String("arrivals", string(knee.ArrivalsClosedLoop), "how the knee is measured: closed-loop, or poisson (after the closed-loop search, steady Poisson trials find the largest rate that keeps the SLO: the knee for open traffic)")
 	olWarmup := fs.Duration("open-loop-warmup", sweep.DefaultOpenLoopWarmup, "with --arrivals poisson: how long each trial runs before its SLO is judged")
 	olSteady := fs.Duration("open-loop-steady", sweep.DefaultOpenLoopSteady, "with --arrivals poisson: how long each trial's SLO is judged (about 7 trials run)")
+	mixScales := fs.String("mix-scales", "", "after the knee, measure it again at the workload scaled by each PROMPT:OUTPUT factor pair\n"+
+		"(e.g. 2:1,1:2,2:2, or \"default\" for "+joinMixScales(knee.DefaultMixScales)+") and add the mixModel\n"+
+		"the knee moves with when live traffic's mean prompt or output drifts; each pair is a whole sweep; empty: none")
+	maxModelLen := fs.Int("max-model-len", 0, "with --mix-scales: the server's --max-model-len, so no scaled request is longer (0: no cap)")
 	logLevel := fs.String("log.level", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kneewatch sweep --target URL --model NAME --slo-ttft D --slo-tpot D --out profile.yaml [flags]")
@@ -100,6 +104,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("sweep: --precision must be in (0,1), got %v", *precision)
 	case *maxLevels < 0 || *minRequests < 0 || *warmup < 0:
 		return errors.New("sweep: --max-levels, --min-requests and --warmup-requests must be ≥ 0")
+	case *maxModelLen < 0:
+		return fmt.Errorf("sweep: --max-model-len must be ≥ 0, got %d", *maxModelLen)
 	}
 	if err := checkArrivals(fs, *arrivals, *olWarmup, *olSteady); err != nil {
 		return fmt.Errorf("sweep: %w", err)
@@ -118,6 +124,12 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	base, err := sweep.APIBase(*target)
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
+	}
+	var scales []knee.MixScale
+	if *mixScales != "" {
+		if scales, err = knee.ParseMixScales(*mixScales); err != nil {
+			return fmt.Errorf("sweep: --mix-scales: %w", err)
+		}
 	}
 	apiKey, err := readAPIKey(*apiKeyFile)
 	if err != nil {
@@ -152,10 +164,12 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		MinRequests: *minRequests, Warmup: *warmup, LevelTimeout: *levelTimeout,
 		Metrics: metrics, MetricsGuessed: guessed,
 		Name: *name, GPU: *gpu, EngineVersion: *engineVersion, TargetLabel: sweep.Redact(base),
-		Logger:   logger,
-		Progress: sweep.NewProgress(stderr, isTerminal(stderr), logger, 10*time.Second),
-		Arrivals: knee.Arrivals(*arrivals),
-		OpenLoop: sweep.OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: *olWarmup, Steady: *olSteady}},
+		Logger:      logger,
+		Progress:    sweep.NewProgress(stderr, isTerminal(stderr), logger, 10*time.Second),
+		Arrivals:    knee.Arrivals(*arrivals),
+		OpenLoop:    sweep.OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: *olWarmup, Steady: *olSteady}},
+		MixScales:   scales,
+		MaxModelLen: *maxModelLen,
 	})
 	if res == nil {
 		return fmt.Errorf("sweep: %w", runErr)

@@ -1,0 +1,77 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// ErrMixModel is returned, with the outcome and its profile (without a mix
+// model), when too few scaled mixes had a knee to fit the model to.
+var ErrMixModel = errors.New("cannot fit the mix model")
+
+// withMixModel runs the whole search again (closed-loop, then Poisson when
+// cfg.Arrivals asks for it) at each of cfg.MixScales of the workload, and
+// attaches the knee.MixModel fitted to those knees and the profile's own
+// (see knee.MixModel). A scaled mix whose SLO cannot be met at all, or
+// whose knee is only a lower bound, is left out with a warning. On
+// interruption the profile stays without a mix model. Nothing to do
+// without scales or a profile.
+func (cfg *Config) withMixModel(ctx context.Context, out *Outcome) error {
+	if len(cfg.MixScales) == 0 || out.Profile == nil {
+		return nil
+	}
+	log := cfg.Logger
+	own, err := knee.MixPointOf(out.Profile, knee.MixScale{Prompt: 1, Output: 1})
+	if err != nil {
+		return err
+	}
+	points := []knee.MixPoint{own}
+	for _, s := range cfg.MixScales {
+		if s == (knee.MixScale{Prompt: 1, Output: 1}) {
+			continue
+		}
+		gen, err := cfg.Workload.Scaled(s.Prompt, s.Output, cfg.MaxModelLen)
+		if err != nil {
+			return fmt.Errorf("mix scale %s: %w", s, err)
+		}
+		sub := *cfg
+		sub.Workload, sub.MixScales = gen, nil
+		log.Info("measuring the knee at a scaled mix", "mix_scale", s.String(),
+			"mean_prompt_tokens", gen.Info().MeanPromptTokens, "mean_output_tokens", gen.Info().MeanOutputTokens)
+		res, err := Run(ctx, sub)
+		switch {
+		case ctx.Err() != nil || errors.Is(err, ErrInterrupted):
+			out.Interrupted = true
+			return fmt.Errorf("%w: during the knee at mix scale %s; the profile has no mix model", ErrInterrupted, s)
+		case errors.Is(err, ErrSLOUnreachable) || errors.Is(err, ErrPoissonUnreachable):
+			log.Warn("the mix model leaves out a mix whose SLO cannot be met", "mix_scale", s.String(), "err", err)
+			continue
+		case err != nil:
+			return fmt.Errorf("mix scale %s: %w", s, err)
+		case res.Profile.Metadata.Partial:
+			log.Warn("the mix model leaves out a mix whose knee lies beyond --max-concurrency", "mix_scale", s.String())
+			continue
+		}
+		pt, err := knee.MixPointOf(res.Profile, s)
+		if err != nil {
+			return fmt.Errorf("mix scale %s: %w", s, err)
+		}
+		points = append(points, pt)
+	}
+	p := out.Profile
+	m, err := knee.FitMixModel(points, p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens)
+	if err != nil {
+		return fmt.Errorf("%w: knees at %d mixes: %w", ErrMixModel, len(points), err)
+	}
+	withModel := *p
+	withModel.MixModel = &m
+	if err := withModel.Validate(); err != nil {
+		return fmt.Errorf("the profile with its mix model does not validate: %w", err)
+	}
+	out.Profile = &withModel
+	out.Finished = cfg.Clock()
+	return nil
+}
