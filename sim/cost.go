@@ -13,7 +13,7 @@ import (
 func (e *Engine) cost(tokens, kvTokens int) (compute, memory, total time.Duration) {
 	p := e.p
 	computeSec := 2 * p.Parameters * float64(tokens) / (p.PeakFLOPS * p.ComputeEfficiency)
-	memorySec := (p.WeightBytes + float64(kvTokens)*p.KVBytesPerToken) / (p.HBMBandwidth * p.MemoryEfficiency)
+	memorySec := (p.WeightBytes + float64(kvTokens)*p.KVCacheBytesPerToken()) / (p.HBMBandwidth * p.MemoryEfficiency)
 	scale := e.slowdown / e.speed
 	totalSec := p.StepOverhead.Seconds() + max(computeSec, memorySec)
 	return seconds(computeSec * scale), seconds(memorySec * scale), seconds(totalSec * scale)

@@ -18,7 +18,7 @@ import (
 // With max_num_seqs 256 nothing queues up to c = 256, so TTFT stays far
 // under 500 ms and TPOT is the binding threshold, as it is for real vLLM
 // replicas below their batch limit.
-var chatSLO = knee.SLO{TTFT: knee.Duration(500 * time.Millisecond), TPOT: knee.Duration(30 * time.Millisecond), Quantile: 0.99}
+var chatSLO = knee.SLO{TTFT: knee.Duration(500 * time.Millisecond), TPOT: knee.Duration(20 * time.Millisecond), Quantile: 0.99}
 
 // powersOfTwo are the sweep's doubling levels.
 var powersOfTwo = []int{1, 2, 4, 8, 16, 32, 64, 128, 256}

@@ -36,9 +36,11 @@ func TestSingleRequestFiguresArePlausible(t *testing.T) {
 		t.Fatal("no TPOT for a finished 128-token request")
 	}
 	// Public figures for an 8B model on one H100 put light-load decode at
-	// roughly 8–15 ms per token, and a 512-token prefill well under 100 ms.
-	if tpot < 8*time.Millisecond || tpot > 15*time.Millisecond {
-		t.Errorf("8B/H100 decode = %v per token, want 8–15ms", tpot)
+	// 4.4–7.8 ms per token (CALIBRATION.md §4; TestCalibrationAgainstPublishedFigures
+	// holds the preset to each), above the 4.8 ms it takes to read the bf16
+	// weights once, and a 512-token prefill well under 100 ms.
+	if tpot < 4800*time.Microsecond || tpot > 8*time.Millisecond {
+		t.Errorf("8B/H100 decode = %v per token, want 4.8–8ms", tpot)
 	}
 	if ttft := r.TTFT(); ttft <= 0 || ttft >= 100*time.Millisecond {
 		t.Errorf("8B/H100 TTFT for a 512-token prompt = %v, want > 0 and well under 100ms", ttft)

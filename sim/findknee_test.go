@@ -171,7 +171,7 @@ func TestFindKneeReportsAnSLONoLevelMeets(t *testing.T) {
 	if !errors.Is(err, ErrSLOUnreachable) {
 		t.Fatalf("got %v, want ErrSLOUnreachable", err)
 	}
-	want := "the SLO is not met even at concurrency 1: p99 TTFT 0.677s (SLO 1s), p99 TPOT 0.0631s (SLO 10ms)"
+	want := "the SLO is not met even at concurrency 1: p99 TTFT 0.422s (SLO 1s), p99 TPOT 0.0592s (SLO 10ms)"
 	if err.Error() != want {
 		t.Errorf("error:\n got %s\nwant %s", err, want)
 	}

@@ -127,12 +127,21 @@ func newVLLM(reg prometheus.Registerer, info metricsInfo, v0 bool) (*vllmRecorde
 	return r, registerAll(reg, cs...)
 }
 
+// cacheDtypeLabel is the preset's KV-cache dtype as vLLM's cache_dtype
+// label shows it ("auto" when unset).
+func (p Preset) cacheDtypeLabel() string {
+	if p.KVCacheDtype == "" {
+		return KVCacheAuto
+	}
+	return p.KVCacheDtype
+}
+
 // vllmCacheConfigInfo is vllm:cache_config_info: value 1, the cache
 // configuration in its labels (string values as Python prints them).
 func vllmCacheConfigInfo(p Preset, v0 bool) prometheus.Collector {
 	labels := prometheus.Labels{
 		"block_size":               strconv.Itoa(p.BlockSize),
-		"cache_dtype":              "auto",
+		"cache_dtype":              p.cacheDtypeLabel(),
 		"calculate_kv_scales":      "False",
 		"cpu_offload_gb":           "0",
 		"enable_prefix_caching":    "True",

@@ -221,12 +221,18 @@ func TestHealthAnswers200(t *testing.T) {
 }
 
 func TestTokensStreamAtTheTimesTheEngineProducesThem(t *testing.T) {
-	// At speed 1 an 8B model on an H100 decodes one token every ~9 ms, so
-	// 30 tokens must take ~250 ms and arrive spread out, not in one burst.
+	// At speed 1 the default preset decodes one token per engine step (the
+	// step of a lone request, from the preset's cost model: ~5.6 ms for an
+	// 8B model on an H100), so 30 tokens must take 29 such steps and arrive
+	// spread out, not in one burst.
 	if raceEnabled {
 		t.Skip("wall-clock precision test; the race detector slows the driver too much")
 	}
-	url, _ := startReplica(t, FleetConfig{})
+	url, rep := startReplica(t, FleetConfig{})
+	step, ok := runAlone(t, rep.Preset(), 100, 30).TPOT()
+	if !ok {
+		t.Fatal("no TPOT for a lone 30-token request")
+	}
 	res, err := streamSSE(context.Background(), http.DefaultClient, url+"/v1/completions", completionBody(100, 30, true))
 	if err != nil {
 		t.Fatal(err)
@@ -235,8 +241,8 @@ func TestTokensStreamAtTheTimesTheEngineProducesThem(t *testing.T) {
 		t.Fatalf("got %d tokens, want 30", len(res.arrivals))
 	}
 	span := res.arrivals[29].Sub(res.arrivals[0])
-	if span < 200*time.Millisecond || span > 600*time.Millisecond {
-		t.Errorf("29 inter-token gaps took %v, want about 29 × 9 ms", span)
+	if want := 29 * step; span < want*7/10 || span > want*2 {
+		t.Errorf("29 inter-token gaps took %v, want about 29 × %v = %v", span, step, want)
 	}
 	// After a scheduling hiccup the driver delivers overdue tokens back to
 	// back (up to maxCatchUp's worth), so allow a few short gaps, not a burst.
@@ -245,16 +251,16 @@ func TestTokensStreamAtTheTimesTheEngineProducesThem(t *testing.T) {
 	for i := 1; i < len(res.arrivals); i++ {
 		gap := res.arrivals[i].Sub(res.arrivals[i-1])
 		gaps = append(gaps, gap)
-		if gap < 3*time.Millisecond {
+		if gap < step/3 {
 			short++
 		}
 	}
 	slices.Sort(gaps)
-	if median := gaps[len(gaps)/2]; median < 6*time.Millisecond || median > 14*time.Millisecond {
-		t.Errorf("median inter-token gap %v, want the engine's ~9 ms", median)
+	if median := gaps[len(gaps)/2]; median < step*7/10 || median > step*16/10 {
+		t.Errorf("median inter-token gap %v, want the engine's %v", median, step)
 	}
 	if short > len(gaps)/5 {
-		t.Errorf("%d of %d inter-token gaps were under 3 ms; tokens came in bursts", short, len(gaps))
+		t.Errorf("%d of %d inter-token gaps were under %v; tokens came in bursts", short, len(gaps), step/3)
 	}
 }
 

@@ -194,7 +194,7 @@ func TestOpenLoopTrialMeasuresTheSteadyPart(t *testing.T) {
 func TestFindKneePoissonBelowOneRequestInFlightIsPutOnTheCurve(t *testing.T) {
 	// 8B on an L4, ten times faster, with an SLO that only concurrency 1–2
 	// meets: the poisson knee rate leaves the replica mostly idle.
-	slo := knee.SLO{TTFT: knee.Duration(70 * time.Millisecond), TPOT: knee.Duration(7 * time.Millisecond), Quantile: 0.99}
+	slo := knee.SLO{TTFT: knee.Duration(45 * time.Millisecond), TPOT: knee.Duration(6100 * time.Microsecond), Quantile: 0.99}
 	cfg := kneeConfig(t, "llama-3.1-8b-l4", "chat", slo, 10, 2)
 	cfg.OpenLoop = OpenLoopConfig{Warmup: time.Minute, Steady: 5 * time.Minute}
 	var logs bytes.Buffer
@@ -218,12 +218,12 @@ func TestFindKneePoissonSaysWhenEvenTheLowRateBreaksTheSLO(t *testing.T) {
 	if !errors.Is(err, ErrOpenLoopSLOUnreachable) {
 		t.Fatalf("got %v, want ErrOpenLoopSLOUnreachable", err)
 	}
-	want := "the SLO breaks under Poisson arrivals even at the lowest rate tried: workload chat at 33.15785 requests/s " +
-		"(0.95× the closed-loop knee's 34.903 requests/s at concurrency 132); lower the open-loop low bound or loosen the SLO"
+	want := "the SLO breaks under Poisson arrivals even at the lowest rate tried: workload chat at 60.29935 requests/s " +
+		"(0.95× the closed-loop knee's 63.473 requests/s at concurrency 243); lower the open-loop low bound or loosen the SLO"
 	if err.Error() != want {
 		t.Errorf("error:\n got %s\nwant %s", err, want)
 	}
-	if prof.Knee.Concurrency != 132 || prof.Knee.Arrivals != "" {
+	if prof.Knee.Concurrency != 243 || prof.Knee.Arrivals != "" {
 		t.Errorf("want the closed-loop profile with the error, got knee %+v", prof.Knee)
 	}
 }

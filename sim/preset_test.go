@@ -35,14 +35,33 @@ func TestKVCapacityFollowsTheMemoryFormula(t *testing.T) {
 		{"llama-3.1-8b-h100", 27813},
 		// (24e9 × 0.9 − 16.06e9 − 1 GiB) ÷ 2 MiB = 2129: ≈ 34k tokens.
 		{"llama-3.1-8b-l4", 2129},
-		// (139.8 GiB × 0.9 − 70.5e9 − 4 GiB) ÷ (320 KiB × 16) = 11501.
-		{"llama-3.3-70b-fp8-h200", 11501},
+		// (139.8 GiB × 0.9 − 70.5e9 − 4 GiB) ÷ (160 KiB (fp8 KV) × 16) = 23003.
+		{"llama-3.3-70b-fp8-h200", 23003},
 	}
 	for _, tt := range tests {
 		p, _ := LoadPreset(tt.preset)
 		if got := p.KVBlocks(); got != tt.blocks {
 			t.Errorf("%s: %d KV blocks, want %d", tt.preset, got, tt.blocks)
 		}
+	}
+}
+
+// An FP8 KV cache holds twice the tokens in the same memory, and attention
+// reads half the bytes per token of context.
+func TestFP8KVCacheHalvesTheBytesPerToken(t *testing.T) {
+	base, _ := LoadPreset("llama-3.1-8b-h100")
+	fp8, err := base.Override(strings.NewReader("kv_cache_dtype: fp8\n"), "override")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fp8.KVCacheBytesPerToken(), base.KVBytesPerToken/2; got != want {
+		t.Errorf("fp8 KV cache: %v bytes per token, want %v", got, want)
+	}
+	if b, f := base.KVBlocks(), fp8.KVBlocks(); f < 2*b-1 || f > 2*b+1 {
+		t.Errorf("fp8 KV cache: %d blocks, want about twice bf16's %d", f, b)
+	}
+	if fp8.cacheDtypeLabel() != "fp8" || base.cacheDtypeLabel() != "auto" {
+		t.Errorf("cache_dtype labels %q and %q, want fp8 and auto", fp8.cacheDtypeLabel(), base.cacheDtypeLabel())
 	}
 }
 
@@ -68,6 +87,7 @@ func TestInvalidOverridesAreRejectedWithTheField(t *testing.T) {
 		"invalid-efficiency.yaml":  `testdata/preset/invalid-efficiency.yaml: preset "llama-3.1-8b-h100": compute_efficiency must be at most 1, got 1.5`,
 		"invalid-no-kv-room.yaml":  `testdata/preset/invalid-no-kv-room.yaml: preset "llama-3.1-8b-h100": no room for a KV cache: gpu_memory_bytes × gpu_memory_utilization (1.53e+10) − weight_bytes (1.61e+10) − activation_reserve_bytes (2.15e+09) is not positive`,
 		"invalid-model-len.yaml":   `testdata/preset/invalid-model-len.yaml: preset "llama-3.1-8b-h100": max_model_len 131072 needs 8192 KV blocks but only 3483 fit (55728 tokens); lower max_model_len`,
+		"invalid-kv-dtype.yaml":    `testdata/preset/invalid-kv-dtype.yaml: preset "llama-3.1-8b-h100": kv_cache_dtype must be one of auto, bf16, fp16, fp8, got "int4"`,
 		"invalid-type.yaml":        "testdata/preset/invalid-type.yaml: yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `fast` into time.Duration",
 	}
 	files, _ := filepath.Glob("testdata/preset/invalid-*.yaml")

@@ -109,8 +109,10 @@ func TestSimKneeWithPoissonArrivalsPrintsAPoissonKnee(t *testing.T) {
 		t.Fatalf("the profile does not validate: %v", err)
 	}
 	k := prof.Knee
-	if k.ClosedLoopConcurrency != 16 || len(prof.Sweep.RateLevels) != 2 || k.RequestsPerSecond != prof.Sweep.RateLevels[1] || !(k.Concurrency < 16) {
-		t.Errorf("knee %+v, rate levels %v: want the 1× rate kept below 16 in flight, closed-loop knee 16", k, prof.Sweep.RateLevels)
+	if k.ClosedLoopConcurrency != 16 || len(prof.Sweep.RateLevels) != 2 || k.RequestsPerSecond != prof.Sweep.RateLevels[1] || !(k.Concurrency > 0 && k.Concurrency <= 16) {
+		// In flight at the 1× rate can exceed the curve's last point; the
+		// knee is then put at that end (16).
+		t.Errorf("knee %+v, rate levels %v: want the 1× rate kept at most 16 in flight, closed-loop knee 16", k, prof.Sweep.RateLevels)
 	}
 	if want := "the closed-loop knee is at least 16, and the poisson search went no higher than its rate (profile marked partial)"; !strings.Contains(errb.String(), want) {
 		t.Errorf("stderr %q lacks %q", errb.String(), want)
@@ -145,7 +147,7 @@ func TestSimKneeRejectsBadFlags(t *testing.T) {
 		{"bad mix scale", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--mix-scales", "2:1,2"},
 			`sim knee: --mix-scales: mix scale "2": want PROMPT:OUTPUT factors, e.g. 2:1`},
 		{"SLO unreachable", []string{"--preset", "llama-3.1-8b-l4", "--slo-ttft", "1s", "--slo-tpot", "10ms", "--max-concurrency", "2"},
-			"sim knee: the SLO is not met even at concurrency 1: p99 TTFT 0.677s (SLO 1s), p99 TPOT 0.0631s (SLO 10ms)"},
+			"sim knee: the SLO is not met even at concurrency 1: p99 TTFT 0.422s (SLO 1s), p99 TPOT 0.0592s (SLO 10ms)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
