@@ -14,13 +14,17 @@ const MinMixPoints = 4
 
 // FitMixModel fits a MixModel to knees measured at several mixes, relative
 // to the profile's mean prompt p0 and output o0 tokens: each LogQuadratic
-// by least squares on the log of the knee (so on relative error). It fails
+// by least squares on the log of the knee (so on relative error), anchored
+// at the profile's own knee when the points hold it (see
+// fitLogQuadratic). It fails
 // when the points cannot determine the model: fewer than MinMixPoints, a
 // non-positive mean, knee or rate, fewer than two distinct mean prompts or
-// outputs, or a singular system. A square term is fitted only when its mean
-// was measured at three or more lengths, else it is 0: a scaled mix whose
-// SLO cannot be met at all (prompts so long that one request alone misses
-// the TTFT) has no knee to fit, and the model makes do with fewer terms.
+// outputs, or a system singular even with its fewest terms. A square term
+// is fitted only when its mean was measured at three or more lengths, else
+// it is 0: a scaled mix whose SLO cannot be met at all (prompts so long that
+// one request alone misses the TTFT) has no knee to fit, and a mix capped
+// by max_model_len may not move its mean, so the model makes do with fewer
+// terms.
 func FitMixModel(points []MixPoint, p0, o0 float64) (MixModel, error) {
 	if !(p0 > 0) || !(o0 > 0) || math.IsInf(p0, 0) || math.IsInf(o0, 0) {
 		return MixModel{}, fmt.Errorf("a mix model needs the profile's mean prompt and output tokens > 0, got %g and %g", p0, o0)
@@ -75,20 +79,59 @@ func mixFeatures(pt MixPoint, p0, o0 float64) [6]float64 {
 }
 
 // fitLogQuadratic is the least-squares LogQuadratic of ln y over the
-// points; a square term is 0 unless its mean takes three or more values.
+// points. When one of them is the profile's own mix (means p0 and o0), the
+// model is anchored there: AtProfileMix is its knee and only the slopes are
+// fitted, so the model reproduces the knee it moves. The terms fitted are
+// the first set the points determine: x, z, x·z and the squares of the
+// means measured at three or more lengths; then without x·z; then without
+// the squares.
 func fitLogQuadratic(points []MixPoint, p0, o0 float64, y func(MixPoint) float64) (LogQuadratic, bool) {
-	active := []int{0, 1, 2, 4} // 1, x, z, x·z
+	anchor, anchored, own := 0.0, false, 0.0
+	for _, pt := range points {
+		if pt.MeanPromptTokens == p0 && pt.MeanOutputTokens == o0 {
+			own, anchored = y(pt), true
+			anchor = math.Log(own)
+			break
+		}
+	}
+	var squares []int
 	if distinct(points, func(pt MixPoint) float64 { return pt.MeanPromptTokens }) >= 3 {
-		active = append(active, 3)
+		squares = append(squares, 3)
 	}
 	if distinct(points, func(pt MixPoint) float64 { return pt.MeanOutputTokens }) >= 3 {
-		active = append(active, 5)
+		squares = append(squares, 5)
 	}
+	base := []int{1, 2} // x, z
+	if !anchored {
+		base = []int{0, 1, 2}
+	}
+	for _, active := range [][]int{
+		append(append(slices.Clone(base), 4), squares...),
+		append(slices.Clone(base), squares...),
+		base,
+	} {
+		if c, ok := fitTerms(points, p0, o0, y, active, anchor); ok {
+			at := math.Exp(c[0])
+			if anchored {
+				at = own
+			}
+			return LogQuadratic{AtProfileMix: at, Prompt: c[1], Output: c[2], PromptSquared: c[3], PromptOutput: c[4], OutputSquared: c[5]}, true
+		}
+	}
+	return LogQuadratic{}, false
+}
+
+// fitTerms solves the least squares of ln y − offset on the active terms
+// (indices into mixFeatures); the others are 0.
+func fitTerms(points []MixPoint, p0, o0 float64, y func(MixPoint) float64, active []int, offset float64) ([6]float64, bool) {
 	n := len(active)
+	if len(points) < n {
+		return [6]float64{}, false
+	}
 	var a [6][7]float64 // normal equations over the active terms, augmented
 	for _, pt := range points {
 		f := mixFeatures(pt, p0, o0)
-		ly := math.Log(y(pt))
+		ly := math.Log(y(pt)) - offset
 		for r, fr := range active {
 			for c, fc := range active {
 				a[r][c] += f[fr] * f[fc]
@@ -98,13 +141,13 @@ func fitLogQuadratic(points []MixPoint, p0, o0 float64, y func(MixPoint) float64
 	}
 	sol, ok := solve(&a, n)
 	if !ok {
-		return LogQuadratic{}, false
+		return [6]float64{}, false
 	}
 	var c [6]float64
 	for r, j := range active {
 		c[j] = sol[r]
 	}
-	return LogQuadratic{AtProfileMix: math.Exp(c[0]), Prompt: c[1], Output: c[2], PromptSquared: c[3], PromptOutput: c[4], OutputSquared: c[5]}, true
+	return c, true
 }
 
 // solve solves the first n rows of the augmented system (right-hand side

@@ -60,6 +60,31 @@ func TestFitMixModelRecoversTheModelItsKneesCameFrom(t *testing.T) {
 	}
 }
 
+func TestFitMixModelReproducesTheProfilesKneeAndMakesDoWithFewerTerms(t *testing.T) {
+	c := LogQuadratic{AtProfileMix: 60, Prompt: -1.1, Output: 0.7, PromptSquared: -0.2}
+	r := LogQuadratic{AtProfileMix: 25, Prompt: -1.4, Output: -0.3, OutputSquared: -0.1}
+	// Mixes on the axes only: no point tells the cross term, and measured
+	// knees are noisy; the profile's own knee must still come out exact.
+	var pts []MixPoint
+	for i, s := range [][2]float64{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {1, 4}} {
+		x, z := math.Log(s[0]), math.Log(s[1])
+		noise := 1 + 0.05*float64(i%2*2-1)*float64(min(i, 1))
+		pts = append(pts, MixPoint{PromptScale: s[0], OutputScale: s[1], MeanPromptTokens: 200 * s[0], MeanOutputTokens: 180 * s[1],
+			Concurrency: c.At(x, z) * noise, RequestsPerSecond: r.At(x, z) / noise})
+	}
+	m, err := FitMixModel(pts, 200, 180)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Concurrency.AtProfileMix != 60 || m.RequestsPerSecond.AtProfileMix != 25 {
+		t.Errorf("model at the profile's mix: %g in flight at %g requests/s, want the measured 60 at 25",
+			m.Concurrency.AtProfileMix, m.RequestsPerSecond.AtProfileMix)
+	}
+	if m.Concurrency.PromptOutput != 0 || !(m.Concurrency.Prompt < 0) || !(m.RequestsPerSecond.Prompt < 0) {
+		t.Errorf("fitted %+v and %+v: want no cross term and knees falling with longer prompts", m.Concurrency, m.RequestsPerSecond)
+	}
+}
+
 func TestFitMixModelRejectsPointsThatCannotDetermineIt(t *testing.T) {
 	c := LogQuadratic{AtProfileMix: 60, Prompt: -1, Output: 0.5}
 	r := LogQuadratic{AtProfileMix: 25, Prompt: -1, Output: -0.2}
