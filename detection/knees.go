@@ -176,9 +176,11 @@ func (k *kneeCache) grid(ctx context.Context, sc *Scenario) (*kneeGrid, error) {
 		for j, f := range g.slowdowns {
 			p, err := k.profile(ctx, sc.Deployment, sc.AltWorkload, share, f)
 			switch {
-			case errors.Is(err, sim.ErrSLOUnreachable):
+			case errors.Is(err, sim.ErrSLOUnreachable), errors.Is(err, sim.ErrOpenLoopSLOUnreachable):
 				// Even one request at a time breaks the SLO (a share of
-				// long prompts under a TTFT set for chat): no load is safe.
+				// long prompts under a TTFT set for chat), or Poisson
+				// arrivals at a tenth of the closed-loop knee's rate do:
+				// every load a scenario offers is far past the knee.
 				row[j] = unreachableKnee
 			case err != nil:
 				return nil, err
