@@ -28,7 +28,8 @@ var noMixShift = mixShift{concurrency: 1, rate: 1, prompt: 1, output: 1}
 // measured, the model is read as fitted. Outside it, the mean is held at
 // the nearest measured one, and past the heaviest measured, the model may
 // only lower the knee further: its slope at the edge is followed when that
-// lowers the knee, else the edge's knee is kept. A quadratic extrapolated
+// lowers the knee, else the edge's knee is kept. Within the range, the
+// model is held between the lowest and highest knee measured. A quadratic extrapolated
 // can turn back up; a knee that rose with heavier requests than any measured
 // would read headroom that is not there. Lighter requests than any measured
 // keep the lightest mix's knee rather than guess how far it rises.
@@ -48,19 +49,23 @@ func (p *Profile) mixShiftAt(prompt, output float64) mixShift {
 	xc := min(max(x, math.Log(pLo/mp)), math.Log(pHi/mp))
 	zc := min(max(z, math.Log(oLo/mo)), math.Log(oHi/mo))
 	dx, dz := max(x-xc, 0), max(z-zc, 0) // beyond the heaviest measured
-	c := edgeOrLower(m.Concurrency, xc, zc, dx, dz)
-	r := edgeOrLower(m.RequestsPerSecond, xc, zc, dx, dz)
+	cLo, cHi, rLo, rHi := m.measuredLogRatios()
+	c := edgeOrLower(m.Concurrency, xc, zc, dx, dz, cLo, cHi)
+	r := edgeOrLower(m.RequestsPerSecond, xc, zc, dx, dz, rLo, rHi)
 	if !Known(c) || !Known(r) {
 		return noMixShift
 	}
 	return mixShift{concurrency: math.Exp(c), rate: math.Exp(r), prompt: op / mp, output: oo / mo, moved: true}
 }
 
-// edgeOrLower is q's log ratio at (xc, zc), or, when that lies dx, dz
-// short of the mix, the linear extrapolation along q's gradient if it is
-// lower.
-func edgeOrLower(q LogQuadratic, xc, zc, dx, dz float64) float64 {
-	v := q.logRatio(xc, zc)
+// edgeOrLower is q's log ratio at (xc, zc), held within lo..hi (the
+// measured knees' range), or, when (xc, zc) lies dx, dz short of the mix,
+// the linear extrapolation along q's gradient there if it is lower. The
+// hold matters inside the measured range too: when a scaled mix had no
+// knee (its SLO broke at one request), the grid has a hole, and a
+// quadratic over a hole can swing far from every knee around it.
+func edgeOrLower(q LogQuadratic, xc, zc, dx, dz, lo, hi float64) float64 {
+	v := min(max(q.logRatio(xc, zc), lo), hi)
 	if dx == 0 && dz == 0 {
 		return v
 	}

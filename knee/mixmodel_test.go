@@ -252,3 +252,18 @@ func TestParseMixScales(t *testing.T) {
 		}
 	}
 }
+
+func TestAProfileWithAMixModelSavesAndParsesBackEqual(t *testing.T) {
+	p := loadMix(t)
+	data, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(data, "saved")
+	if err != nil {
+		t.Fatalf("the saved profile does not parse: %v\n%s", err, data)
+	}
+	if diff := cmp.Diff(p, back); diff != "" {
+		t.Errorf("round trip (-loaded +parsed back):\n%s", diff)
+	}
+}

@@ -18,12 +18,19 @@ func (s MixScale) String() string {
 }
 
 // DefaultMixScales are the mixes a mix model is measured at besides the
-// profile's own: a 3×3 grid of prompts and outputs ×1, ×2 and ×4. Longer
-// requests are where a knee falls and kneewatch must not read too much
-// headroom, so the grid lies that way; lighter mixes keep the lightest
-// measured knee (see Profile.mixShiftAt). Eight extra searches: under
-// Poisson arrivals about 8× the profile's own search time.
-var DefaultMixScales = []MixScale{{1, 2}, {1, 4}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}, {4, 4}}
+// profile's own: a 3×3 grid of prompts and outputs ×1, ×2 and ×4, where
+// requests grow and kneewatch must not read headroom that is not there,
+// and three lighter mixes: prompts halved, outputs halved (which can lower
+// the knee: a prefill then weighs on fewer output tokens) and both. Chosen
+// by validation against the simulator's knees at mixes not swept (see
+// knee.MixModel): without the lighter three the model's error at shorter
+// outputs was 2–3×; with outputs at ×0.5 but no lighter prompts, the
+// error elsewhere grew. Eleven extra searches: under Poisson arrivals about
+// 11× the profile's own search time.
+var DefaultMixScales = []MixScale{
+	{1, 2}, {1, 4}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}, {4, 4},
+	{0.5, 1}, {1, 0.5}, {0.5, 0.5},
+}
 
 // ParseMixScales reads a comma-separated list of PROMPT:OUTPUT factors,
 // e.g. "2:1,1:2,2:2"; "default" is DefaultMixScales. Factors must be
