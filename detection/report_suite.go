@@ -226,7 +226,8 @@ func (r *Report) suiteMethod(p func(string, ...any)) {
 	p("- **Breach kinds.** A breach is early-possible when the true headroom was below 0 for the whole %s before it\n", human(earlyPossibleAhead))
 	p("  began (physics, not the rule: a page ahead of it was possible); otherwise its onset is abrupt.\n")
 	p("- **Speed.** Scenarios run %d at a time; each true knee (per deployment, mix share and slowdown) is measured once\n", r.Suite.Options.Workers)
-	p("  per run, on a grid of mix shares 0.1–1 and slowdowns every 0.2 for the generated scenarios.\n\n")
+	p("  per run, on a grid of mix shares 0.1–1 and slowdowns every 0.2; the regressions and the suite half run side by\n")
+	p("  side.\n\n")
 }
 
 func slicesIndex(name string) int {

@@ -75,17 +75,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		opts.PageVariants = detection.DefaultPageVariants()
 		opts.ClosedLoopWhatIf = true
 	}
-	rep, err := detection.Run(ctx, opts)
-	if err != nil {
-		return err
-	}
+	// The regressions and the suite half run side by side, so neither
+	// run's last long scenario leaves a CPU idle.
+	var suiteRep *detection.Report
+	suiteErr := make(chan error, 1)
 	if len(generated) > 0 {
 		half := opts
 		half.Scenarios, half.PageVariants, half.ClosedLoopWhatIf = generated, nil, false
-		if rep.Suite, err = detection.Run(ctx, half); err != nil {
-			return fmt.Errorf("suite %s: %w", *suite, err)
-		}
-		rep.SuiteHalf, rep.SuiteSeed = *suite, *suiteSeed
+		go func() {
+			var err error
+			suiteRep, err = detection.Run(ctx, half)
+			suiteErr <- err
+		}()
+	} else {
+		suiteErr <- nil
+	}
+	rep, err := detection.Run(ctx, opts)
+	if serr := <-suiteErr; serr != nil {
+		return fmt.Errorf("suite %s: %w", *suite, serr)
+	}
+	if err != nil {
+		return err
+	}
+	if suiteRep != nil {
+		rep.Suite, rep.SuiteHalf, rep.SuiteSeed = suiteRep, *suite, *suiteSeed
 	}
 	for _, seed := range seeds {
 		other := opts
