@@ -92,17 +92,18 @@ func (m *MixModel) ranges() (pLo, pHi, oLo, oHi float64) {
 
 // measuredLogRatios are the smallest and largest ln(knee ÷ the model's
 // knee at the profile's mix) over the measured points, for the
-// concurrency and the request rate.
+// concurrency and the request rate. (Ratios first, four logs after: this
+// runs on every evaluation.)
 func (m *MixModel) measuredLogRatios() (cLo, cHi, rLo, rHi float64) {
 	cLo, rLo = math.Inf(1), math.Inf(1)
-	cHi, rHi = math.Inf(-1), math.Inf(-1)
+	cHi, rHi = 0, 0
 	for _, pt := range m.Points {
-		c := math.Log(pt.Concurrency / m.Concurrency.AtProfileMix)
-		r := math.Log(pt.RequestsPerSecond / m.RequestsPerSecond.AtProfileMix)
+		c := pt.Concurrency / m.Concurrency.AtProfileMix
+		r := pt.RequestsPerSecond / m.RequestsPerSecond.AtProfileMix
 		cLo, cHi = min(cLo, c), max(cHi, c)
 		rLo, rHi = min(rLo, r), max(rHi, r)
 	}
-	return cLo, cHi, rLo, rHi
+	return math.Log(cLo), math.Log(cHi), math.Log(rLo), math.Log(rHi)
 }
 
 // MixPointOf is p's knee as a point of a mix model measured at scale s of
