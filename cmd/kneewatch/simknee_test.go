@@ -49,8 +49,8 @@ func TestSimKneeWithMixScalesAddsAMixModel(t *testing.T) {
 		t.Skip("five knee searches")
 	}
 	var out, errb bytes.Buffer
-	args := []string{"sim", "knee", "--preset", "llama-3.1-8b-h100", "--workload", "chat",
-		"--slo-ttft", "1s", "--slo-tpot", "30ms", "--mix-scales", "2:1,1:2,2:2,3:1"}
+	args := []string{"sim", "knee", "--preset", "llama-3.1-8b-l4", "--workload", "chat",
+		"--slo-ttft", "2s", "--slo-tpot", "150ms", "--mix-scales", "2:1,1:2,2:2,4:1"}
 	if err := run(context.Background(), args, &out, &errb); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errb.String())
 	}
@@ -59,8 +59,10 @@ func TestSimKneeWithMixScalesAddsAMixModel(t *testing.T) {
 		t.Fatalf("output is not a valid knee profile: %v", err)
 	}
 	m := prof.MixModel
+	// The L4's small KV cache keeps every knee below --max-concurrency, so
+	// none is left out as a lower bound.
 	if m == nil || len(m.Points) != 5 {
-		t.Fatalf("mix model = %+v, want one with the profile's mix and 4 scaled ones", m)
+		t.Fatalf("mix model = %+v, want one with the profile's mix and 4 scaled ones\nstderr: %s", m, errb.String())
 	}
 	if own := m.Points[0]; own.Concurrency != prof.Knee.Concurrency || own.MeanPromptTokens != prof.Workload.MeanPromptTokens {
 		t.Errorf("first mix point %+v is not the profile's own knee %g at %g prompt tokens", own, prof.Knee.Concurrency, prof.Workload.MeanPromptTokens)
