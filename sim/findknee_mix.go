@@ -17,8 +17,8 @@ var ErrMixModel = errors.New("cannot fit the mix model")
 // workload scaled by workload.Generator.Scaled, within the preset's
 // max_model_len), the same way as p's knee, and attaches the knee.MixModel
 // fitted to those knees and p's own. A scaled mix whose SLO cannot be met at
-// all, or whose knee lies beyond MaxConcurrency (only a lower bound), is
-// left out with a warning; the model needs knee.MinMixPoints that remain.
+// all, or whose knee is only a lower bound (see onlyALowerBound), is left
+// out with a warning; the model needs knee.MinMixPoints that remain.
 func withMixModel(ctx context.Context, cfg KneeConfig, p knee.Profile) (knee.Profile, error) {
 	log := cfg.Logger
 	if log == nil {
@@ -46,7 +46,7 @@ func withMixModel(ctx context.Context, cfg KneeConfig, p knee.Profile) (knee.Pro
 			continue
 		case err != nil:
 			return p, fmt.Errorf("mix scale %s: %w", s, err)
-		case q.Metadata.Partial:
+		case onlyALowerBound(q):
 			log.Warn("the mix model leaves out a mix whose knee lies beyond --max-concurrency", "mix_scale", s.String(),
 				"max_concurrency", cfg.MaxConcurrency)
 			continue
@@ -66,4 +66,21 @@ func withMixModel(ctx context.Context, cfg KneeConfig, p knee.Profile) (knee.Pro
 		return p, fmt.Errorf("the profile with its mix model does not validate: %w", err)
 	}
 	return p, nil
+}
+
+// onlyALowerBound reports whether q's knee is only a lower bound of the
+// true one: the closed-loop search met the SLO up to MaxConcurrency, and
+// the knee is closed-loop or the Poisson search kept the SLO up to the top
+// of its bracket (the closed-loop knee's rate). A Poisson knee found below
+// that is a knee even when the closed-loop one was not.
+func onlyALowerBound(q knee.Profile) bool {
+	if !q.Metadata.Partial {
+		return false
+	}
+	if q.Knee.Arrivals != knee.ArrivalsPoisson {
+		return true
+	}
+	pt, ok := knee.PointAt(q.Points, q.Knee.ClosedLoopConcurrency)
+	// Trial rates are rounded to 1e-6 requests/s (see findPoissonKnee).
+	return !ok || q.Knee.RequestsPerSecond >= pt.RequestsPerSecond-2e-6
 }
