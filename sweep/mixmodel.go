@@ -51,7 +51,10 @@ func (cfg *Config) withMixModel(ctx context.Context, out *Outcome) error {
 			continue
 		case err != nil:
 			return fmt.Errorf("mix scale %s: %w", s, err)
-		case res.Profile.Metadata.Partial:
+		case res.Profile.Metadata.Partial && (res.Profile.Knee.Arrivals != knee.ArrivalsPoisson ||
+			res.Profile.Knee.RequestsPerSecond >= res.ClosedLoopRate*(1-1e-3)):
+			// Only a lower bound: a poisson knee below the top of its
+			// bracket is a knee even when the closed-loop one was not.
 			log.Warn("the mix model leaves out a mix whose knee lies beyond --max-concurrency", "mix_scale", s.String())
 			continue
 		}
