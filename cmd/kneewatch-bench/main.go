@@ -79,6 +79,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// run's last long scenario leaves a CPU idle.
 	var suiteRep *detection.Report
 	suiteErr := make(chan error, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if len(generated) > 0 {
 		half := opts
 		half.Scenarios, half.PageVariants, half.ClosedLoopWhatIf = generated, nil, false
@@ -91,7 +93,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		suiteErr <- nil
 	}
 	rep, err := detection.Run(ctx, opts)
-	if serr := <-suiteErr; serr != nil {
+	if err != nil {
+		cancel() // the report needs both; do not wait out the other
+	}
+	if serr := <-suiteErr; serr != nil && err == nil {
 		return fmt.Errorf("suite %s: %w", *suite, serr)
 	}
 	if err != nil {
