@@ -13,9 +13,15 @@ type Alerts struct {
 	// Default below 0.2 for 10m.
 	HeadroomLow HeadroomLow `yaml:"headroom_low"`
 	// HeadroomExhausted is the page: headroom under Below for For, or
-	// headroom predicted to reach 0 within PredictWindow while already under
-	// PredictGuard. Default below 0.05 for 1m, predict 15m, guard 0.6 (see rules.DefaultOptions for why).
+	// headroom predicted to reach 0 within PredictWindow (by its trend over
+	// 5m and over the last PredictConfirm) while already under PredictGuard.
+	// Default below 0.05 for 2m, predict 5m, confirm 1m, guard 0.6 (see
+	// rules.DefaultOptions for why).
 	HeadroomExhausted HeadroomExhausted `yaml:"headroom_exhausted"`
+	// PastKnee is the page for abrupt overload: headroom under Below while
+	// a latency SLO percentile is over its threshold, for For. Default
+	// below 0 for 15s.
+	PastKnee PastKnee `yaml:"past_knee"`
 	// SLOObjective is the share of requests that must meet the SLO, the base
 	// of the multi-window burn-rate alerts. At least 0.931, since the fast
 	// 14.4× burn page must be reachable. Default 0.99.
@@ -53,7 +59,17 @@ type HeadroomExhausted struct {
 	Below         float64  `yaml:"below"`
 	For           Duration `yaml:"for"`
 	PredictWindow Duration `yaml:"predict_window"`
-	PredictGuard  float64  `yaml:"predict_guard"`
+	// PredictConfirm is the most recent span whose trend must also reach
+	// the knee in time, so a settled step does not read as a fall; 0 turns
+	// the confirmation off.
+	PredictConfirm Duration `yaml:"predict_confirm"`
+	PredictGuard   float64  `yaml:"predict_guard"`
+}
+
+// PastKnee is the abrupt-overload page threshold.
+type PastKnee struct {
+	Below float64  `yaml:"below"`
+	For   Duration `yaml:"for"`
 }
 
 // KVPressure is the KV-cache pressure warning threshold.
@@ -87,11 +103,13 @@ func DefaultAlerts() Alerts {
 	return Alerts{
 		HeadroomLow: HeadroomLow{Below: 0.2, For: Duration(10 * time.Minute)},
 		HeadroomExhausted: HeadroomExhausted{
-			Below:         0.05,
-			For:           Duration(2 * time.Minute),
-			PredictWindow: Duration(15 * time.Minute),
-			PredictGuard:  0.6,
+			Below:          0.05,
+			For:            Duration(2 * time.Minute),
+			PredictWindow:  Duration(5 * time.Minute),
+			PredictConfirm: Duration(time.Minute),
+			PredictGuard:   0.6,
 		},
+		PastKnee:       PastKnee{Below: 0, For: Duration(15 * time.Second)},
 		SLOObjective:   0.99,
 		KVPressure:     KVPressure{Margin: 0.05, PreemptionsPerSecond: 0.1, For: Duration(10 * time.Minute)},
 		ProbesFailing:  ProbesFailing{SuccessWarning: 0.9, For: Duration(10 * time.Minute), AllFailingFor: Duration(5 * time.Minute)},
@@ -115,6 +133,9 @@ func (a Alerts) validate(p *problems) {
 	}
 	if e.PredictWindow <= 0 {
 		p.add(path+".headroom_exhausted.predict_window", "must be above 0, got %s", e.PredictWindow)
+	}
+	if pk := a.PastKnee; (e.Below >= 0 && e.Below < 1) && !(pk.Below <= e.Below && pk.Below > -1) {
+		p.add(path+".past_knee.below", "%v must be in (-1, headroom_exhausted.below (%v)]: it pages on a replica at or past its knee", pk.Below, e.Below)
 	}
 	if !(e.PredictGuard > e.Below && e.PredictGuard <= 1) {
 		p.add(path+".headroom_exhausted.predict_guard", "%v must be above headroom_exhausted.below (%v) and at most 1", e.PredictGuard, e.Below)

@@ -32,6 +32,8 @@ func TestLoadRejectsInvalidConfigs(t *testing.T) {
 			"testdata/invalid-alerts-labels-reserved-target.yml: alerts.labels: \"instance\" is set by the generated rules or by Prometheus (reserved: alertname, severity, replica, model, profile, slo, source, signal, job, instance)"},
 		{"rejects a predict guard under the page threshold", "invalid-alerts-predict-guard.yml",
 			"testdata/invalid-alerts-predict-guard.yml: alerts.headroom_exhausted.predict_guard: 0.01 must be above headroom_exhausted.below (0.05) and at most 1"},
+		{"rejects an overload page before the knee", "invalid-alerts-past-knee.yml",
+			"testdata/invalid-alerts-past-knee.yml: alerts.past_knee.below: 0.3 must be in (-1, headroom_exhausted.below (0.05)]: it pages on a replica at or past its knee"},
 		{"rejects a zero predict window", "invalid-alerts-predict-window.yml",
 			"testdata/invalid-alerts-predict-window.yml: alerts.headroom_exhausted.predict_window: must be above 0, got 0s"},
 		{"rejects a zero span of failing probes", "invalid-alerts-probes-all-failing-for.yml",

@@ -38,8 +38,8 @@ const (
 // Detectors lists every detector, in table order.
 func Detectors() []Detector {
 	return []Detector{
-		{Key: DetectorKneewatchPage, Name: "kneewatch page", Alerts: []string{rules.AlertHeadroomExhausted}, Shipped: true,
-			Basis: "KneewatchHeadroomExhausted: " + pageText(rules.DefaultOptions().HeadroomExhausted)},
+		{Key: DetectorKneewatchPage, Name: "kneewatch page", Alerts: []string{rules.AlertHeadroomExhausted, rules.AlertPastKnee}, Shipped: true,
+			Basis: "KneewatchHeadroomExhausted: " + pageText(rules.DefaultOptions().HeadroomExhausted) + "; or KneewatchPastKnee: " + pastKneeText(rules.DefaultOptions().PastKnee)},
 		{Key: DetectorKneewatchWarning, Name: "kneewatch warning", Alerts: []string{rules.AlertHeadroomLow}, Shipped: true,
 			Basis: "KneewatchHeadroomLow: headroom < 20% for 10m (a ticket, not a page)"},
 		{Key: DetectorKneewatchBurn, Name: "burn rate (kneewatch counters)", Alerts: []string{rules.AlertGoodputSLOBurnFast}, Shipped: true,
@@ -59,6 +59,9 @@ func Detectors() []Detector {
 type PageVariant struct {
 	Name    string
 	Options rules.HeadroomExhaustedOptions
+	// PastKnee, when set, also scores KneewatchPastKnee generated with it
+	// as part of the variant's page.
+	PastKnee *rules.PastKneeOptions
 }
 
 // DefaultPageVariants are the what-ifs the bench reports: the page's
@@ -88,11 +91,24 @@ func pageText(o rules.HeadroomExhaustedOptions) string {
 // variantAlert names a variant's copy of the page alert.
 func variantAlert(v PageVariant) string { return rules.AlertHeadroomExhausted + " [" + v.Name + "]" }
 
+// variantPastKneeAlert names the past-knee alert of a page variant.
+func variantPastKneeAlert(v PageVariant) string { return rules.AlertPastKnee + " [" + v.Name + "]" }
+
+// pastKneeText describes KneewatchPastKnee's settings.
+func pastKneeText(o rules.PastKneeOptions) string {
+	return fmt.Sprintf("headroom < %g and a latency SLO percentile over its threshold; for %s", o.Below, model.Duration(o.For))
+}
+
 // variantDetector is the detector of a page variant.
 func variantDetector(v PageVariant) Detector {
 	o := v.Options
-	return Detector{
+	d := Detector{
 		Key: "kneewatch-page-" + v.Name, Name: "kneewatch page, " + v.Name, Alerts: []string{variantAlert(v)}, Shipped: true, Variant: true,
 		Basis: "KneewatchHeadroomExhausted generated with " + pageText(o),
 	}
+	if v.PastKnee != nil {
+		d.Alerts = append(d.Alerts, variantPastKneeAlert(v))
+		d.Basis += "; or KneewatchPastKnee: " + pastKneeText(*v.PastKnee)
+	}
+	return d
 }

@@ -21,7 +21,7 @@ const DetectorOracle = "oracle"
 // the simulator's true headroom. Its misses and false pages are the rule's
 // own; what the shipped page does beyond them comes from the inference.
 func oracleDetector() Detector {
-	return Detector{Key: DetectorOracle, Name: "oracle (page on true headroom)", Alerts: []string{rules.AlertHeadroomExhausted}, Shipped: true,
+	return Detector{Key: DetectorOracle, Name: "oracle (page on true headroom)", Alerts: []string{rules.AlertHeadroomExhausted, rules.AlertPastKnee}, Shipped: true,
 		Basis: "KneewatchHeadroomExhausted exactly as shipped, on kneewatch's /metrics with " + catalog.MetricReplicaHeadroom.Name +
 			" replaced by the true headroom (same labels) in a store of its own"}
 }

@@ -3,6 +3,7 @@ package detection
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -39,9 +40,12 @@ func detectorRules(dep Deployment, variants []PageVariant) ([]rulefmt.RuleGroup,
 // alert states stay apart.
 func variantRules(variants []PageVariant) (rulefmt.RuleGroup, error) {
 	g := rulefmt.RuleGroup{Name: "page-variants"}
-	for _, v := range variants {
+	for i, v := range variants {
 		o := rules.DefaultOptions()
 		o.HeadroomExhausted = v.Options
+		if v.PastKnee != nil {
+			o.PastKnee = *v.PastKnee
+		}
 		// The warning must stay less urgent than the page; only the page
 		// is taken from this generation.
 		if o.HeadroomLow.Below <= v.Options.Below {
@@ -51,13 +55,25 @@ func variantRules(variants []PageVariant) (rulefmt.RuleGroup, error) {
 		if err != nil {
 			return g, fmt.Errorf("page variant %s: %w", v.Name, err)
 		}
+		// A page that reads the sustained headroom brings its recording
+		// rule, renamed per variant (variants may average differently).
+		sustained := rules.RecordSustainedHeadroom
+		renamed := fmt.Sprintf("%s:variant%d", sustained, i)
 		found := false
 		for _, gr := range groups {
 			for _, r := range gr.Rules {
-				if r.Alert == rules.AlertHeadroomExhausted {
+				switch {
+				case r.Record == sustained:
+					r.Record = renamed
+					g.Rules = append(g.Rules, r)
+				case r.Alert == rules.AlertHeadroomExhausted:
 					r.Alert = variantAlert(v)
+					r.Expr = strings.ReplaceAll(r.Expr, sustained, renamed)
 					g.Rules = append(g.Rules, r)
 					found = true
+				case r.Alert == rules.AlertPastKnee && v.PastKnee != nil:
+					r.Alert = variantPastKneeAlert(v)
+					g.Rules = append(g.Rules, r)
 				}
 			}
 		}

@@ -9,7 +9,7 @@ import (
 // alertGroup holds every alert, in the order Alerts lists them.
 func (g *generator) alertGroup() Group {
 	built := []rulefmt.Rule{
-		g.headroomLow(), g.headroomExhausted(),
+		g.headroomLow(), g.headroomExhausted(), g.pastKnee(),
 		g.burn(AlertGoodputSLOBurnFast, true, g.o.SLO.Page, g.o.SLO.PageFor),
 		g.burn(AlertGoodputSLOBurnSlow, false, g.o.SLO.Ticket, g.o.SLO.TicketFor),
 		g.kvCachePressure(), g.probesFailing(), g.probeSuccessLow(),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/kneewatch/kneewatch/catalog"
 )
@@ -25,24 +26,56 @@ func (g *generator) headroomLow() rulefmt.Rule {
 }
 
 // headroomExhausted pages when headroom is nearly gone, or when it is
-// already low and its linear trend reaches the knee within the horizon: the
-// page arrives before the SLO breaks, not after.
+// already low and its linear trend reaches the knee within the horizon, or
+// when it is far past the knee: the page arrives before the SLO breaks, not
+// after (see HeadroomExhaustedOptions for the arms).
 func (g *generator) headroomExhausted() rulefmt.Rule {
 	o := g.o.HeadroomExhausted
-	headroom := g.kw(catalog.MetricReplicaHeadroom)
-	falling := and(
-		lt(headroom, num(o.PredictBelow)),
-		lte(predictLinear(headroom, o.PredictLookback, o.PredictHorizon), num(0)),
-	)
+	raw := g.kw(catalog.MetricReplicaHeadroom)
+	sustained := parser.Expr(raw)
+	var sustainedSel *parser.VectorSelector = raw
+	if o.SustainRequests > 0 {
+		sustainedSel = g.recorded(recSustainedHeadroom)
+		sustained = sustainedSel
+	}
+	trend := lte(predictLinear(sustainedSel, o.PredictLookback, o.PredictHorizon), num(0))
+	if o.PredictConfirm > 0 {
+		trend = and(trend, lte(predictLinear(sustainedSel, o.PredictConfirm, o.PredictHorizon), num(0)))
+	}
+	arms := []parser.Expr{
+		lt(sustained, num(o.Below)),
+		and(lt(sustained, num(o.PredictBelow)), trend),
+	}
+	if o.OverloadBelow < 0 {
+		arms = append(arms, lt(raw, num(o.OverloadBelow)))
+	}
 	return g.alert(alertSpec{
 		name:    AlertHeadroomExhausted,
-		expr:    or(lt(headroom, num(o.Below)), falling),
+		expr:    anyOf(arms...),
 		forDur:  o.For,
 		page:    true,
 		summary: "Replica {{ $labels.replica }} is at its knee",
-		desc: fmt.Sprintf("Headroom of %s to its knee is {{ $value | humanizePercentage }}: under %s, "+
-			"or under %s and on course (linear trend over %s) to reach the knee within %s, for %s. "+
-			"Latency SLOs break next: scale out or shed load now.",
-			replicaText, pct(o.Below), pct(o.PredictBelow), dur(o.PredictLookback), dur(o.PredictHorizon), dur(o.For)),
+		desc:    g.headroomExhaustedText(),
 	})
+}
+
+// headroomExhaustedText is the page's description: every armed condition,
+// with its numbers.
+func (g *generator) headroomExhaustedText() string {
+	o := g.o.HeadroomExhausted
+	which := "Headroom"
+	if o.SustainRequests > 0 {
+		which = fmt.Sprintf("Headroom (averaged over at least %d requests)", o.SustainRequests)
+	}
+	trend := fmt.Sprintf("linear trend over %s", dur(o.PredictLookback))
+	if o.PredictConfirm > 0 {
+		trend += fmt.Sprintf(" and over the last %s", dur(o.PredictConfirm))
+	}
+	text := fmt.Sprintf("%s of %s to its knee is {{ $value | humanizePercentage }}: under %s, "+
+		"or under %s and on course (%s) to reach the knee within %s", which, replicaText,
+		pct(o.Below), pct(o.PredictBelow), trend, dur(o.PredictHorizon))
+	if o.OverloadBelow < 0 {
+		text += fmt.Sprintf(", or already %s past it", pct(-o.OverloadBelow))
+	}
+	return text + fmt.Sprintf(", for %s. Latency SLOs break next: scale out or shed load now.", dur(o.For))
 }

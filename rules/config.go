@@ -25,6 +25,9 @@ func FromConfig(a config.Alerts, evaluationWindow time.Duration) (Options, error
 	o.HeadroomExhausted.For = a.HeadroomExhausted.For.D()
 	o.HeadroomExhausted.PredictHorizon = a.HeadroomExhausted.PredictWindow.D()
 	o.HeadroomExhausted.PredictBelow = a.HeadroomExhausted.PredictGuard
+	o.HeadroomExhausted.PredictConfirm = a.HeadroomExhausted.PredictConfirm.D()
+	o.PastKnee.Below = a.PastKnee.Below
+	o.PastKnee.For = a.PastKnee.For.D()
 
 	o.SLO.Objective = a.SLOObjective
 

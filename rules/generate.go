@@ -21,7 +21,7 @@ type Group struct {
 // Alerts lists the names of the alerts Generate writes, in file order.
 func Alerts() []string {
 	return []string{
-		AlertHeadroomLow, AlertHeadroomExhausted,
+		AlertHeadroomLow, AlertHeadroomExhausted, AlertPastKnee,
 		AlertGoodputSLOBurnFast, AlertGoodputSLOBurnSlow,
 		AlertKVCachePressure, AlertProbesFailing, AlertProbeSuccessLow,
 		AlertFleetCapacityLow, AlertKneeProfileMissing, AlertKneeProfileDrift,
@@ -42,6 +42,9 @@ func Generate(o Options) ([]Group, error) {
 		return nil, err
 	}
 	groups := []Group{g.sloGroup(), g.fleetGroup(), g.probeGroup()}
+	if hg := g.headroomGroup(); hg != nil {
+		groups = append(groups, *hg)
+	}
 	if o.Ruler.Enabled {
 		groups = append(groups, g.rulerGroup())
 	}

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -20,15 +21,21 @@ func probeSuccessRecord(w time.Duration) string {
 }
 
 const (
-	recModelInflight   = recordPrefix + "model_inflight_requests:sum"
-	recModelKnee       = recordPrefix + "model_knee_concurrency:sum"
-	recModelHeadroom   = recordPrefix + "model_headroom_ratio:pooled"
-	recModelMinHead    = recordPrefix + "model_headroom_ratio:min"
-	recModelReplicas   = recordPrefix + "model_replicas:count"
-	recModelOutputTPS  = recordPrefix + "model_output_tokens_per_second:sum"
-	recModelGoodput    = recordPrefix + "model_goodput_tokens_per_second:sum"
-	recModelErrorRatio = recordPrefix + "model_slo_error_ratio:rate5m"
+	recModelInflight     = recordPrefix + "model_inflight_requests:sum"
+	recModelKnee         = recordPrefix + "model_knee_concurrency:sum"
+	recModelHeadroom     = recordPrefix + "model_headroom_ratio:pooled"
+	recModelMinHead      = recordPrefix + "model_headroom_ratio:min"
+	recModelReplicas     = recordPrefix + "model_replicas:count"
+	recModelOutputTPS    = recordPrefix + "model_output_tokens_per_second:sum"
+	recModelGoodput      = recordPrefix + "model_goodput_tokens_per_second:sum"
+	recModelErrorRatio   = recordPrefix + "model_slo_error_ratio:rate5m"
+	recSustainedHeadroom = RecordSustainedHeadroom
 )
+
+// RecordSustainedHeadroom names the recording rule of a replica's headroom
+// averaged over enough finished requests
+// (HeadroomExhaustedOptions.SustainRequests).
+const RecordSustainedHeadroom = recordPrefix + "replica_headroom_ratio:sustained"
 
 // burnWindows are every window the burn-rate alerts read, shortest first.
 func (o Options) burnWindows() []time.Duration {
@@ -63,6 +70,49 @@ func (g *generator) sloGroup() Group {
 		"Share of requests missing each latency SLO (slo=ttft|tpot) per replica, over every window the\n"+
 			"multi-window multi-burn-rate alerts read: 1 - good/total from kneewatch's request counters.",
 		rs)
+}
+
+// headroomGroup records the sustained headroom the page reads, when the page
+// is set to read it; nil otherwise.
+func (g *generator) headroomGroup() *Group {
+	o := g.o.HeadroomExhausted
+	if o.SustainRequests <= 0 {
+		return nil
+	}
+	gr := g.group("kneewatch-headroom",
+		fmt.Sprintf("Headroom to the knee averaged over the shortest window that holds at least %d finished requests\n"+
+			"(the page's level and trend arms read it): at a few requests a second the one-window headroom\n"+
+			"swings with every long request; a latency percentile is judged over that many requests too.", o.SustainRequests),
+		[]rulefmt.Rule{g.record(recSustainedHeadroom, g.sustainedHeadroom())})
+	return &gr
+}
+
+// sustainedHeadroom is the ladder behind recSustainedHeadroom: for each
+// window but the last, the headroom averaged over it where the replica
+// finished at least SustainRequests requests in it; else over the last.
+// A zero window is the exported headroom, already a mean over
+// SustainBaseWindow.
+func (g *generator) sustainedHeadroom() parser.Expr {
+	o := g.o.HeadroomExhausted
+	over := func(w time.Duration) parser.Expr {
+		if w == 0 {
+			return g.perReplica(catalog.MetricReplicaHeadroom)
+		}
+		return maxBy(g.replicaBy(), avgOverTime(g.kw(catalog.MetricReplicaHeadroom), w))
+	}
+	enough := func(w time.Duration) parser.Expr {
+		if w == 0 {
+			w = o.SustainBaseWindow
+		}
+		finished := maxBy(g.replicaBy(), call("increase", matrix(g.kw(catalog.MetricReplicaRequests), w)))
+		return binary(parser.GTE, finished, num(float64(o.SustainRequests)))
+	}
+	ws := o.SustainWindows
+	var arms []parser.Expr
+	for _, w := range ws[:len(ws)-1] {
+		arms = append(arms, and(over(w), enough(w), on(g.replicaBy()...)))
+	}
+	return anyOf(append(arms, over(ws[len(ws)-1]))...)
 }
 
 // perReplica dedups a kneewatch gauge to one series per replica, so fleet

@@ -3,6 +3,7 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -52,6 +53,35 @@ func (o Options) Validate() error {
 	positive(&p, "HeadroomExhausted.PredictLookback", ex.PredictLookback)
 	positive(&p, "HeadroomExhausted.PredictHorizon", ex.PredictHorizon)
 	notNegative(&p, "HeadroomExhausted.For", ex.For)
+	if pk := o.PastKnee; !(pk.Below <= ex.Below) {
+		p.add("PastKnee.Below", "%v must be at most HeadroomExhausted.Below (%v): it pages on a replica already at or past its knee", pk.Below, ex.Below)
+	}
+	notNegative(&p, "PastKnee.For", o.PastKnee.For)
+	notNegative(&p, "HeadroomExhausted.PredictConfirm", ex.PredictConfirm)
+	if ex.PredictConfirm >= ex.PredictLookback && ex.PredictConfirm > 0 {
+		p.add("HeadroomExhausted.PredictConfirm", "%s must be shorter than HeadroomExhausted.PredictLookback (%s): it confirms the most recent part of the trend",
+			dur(ex.PredictConfirm), dur(ex.PredictLookback))
+	}
+	if ex.OverloadBelow > 0 || math.IsNaN(ex.OverloadBelow) {
+		p.add("HeadroomExhausted.OverloadBelow", "%v must be below 0 (past the knee), or 0 to turn the overload arm off", ex.OverloadBelow)
+	}
+	if ex.SustainRequests < 0 {
+		p.add("HeadroomExhausted.SustainRequests", "%d must not be negative (0 reads the exported headroom as it is)", ex.SustainRequests)
+	}
+	if ex.SustainRequests > 0 {
+		if len(ex.SustainWindows) < 2 {
+			p.add("HeadroomExhausted.SustainWindows", "needs at least two windows to choose from, got %v", ex.SustainWindows)
+		}
+		for i, w := range ex.SustainWindows {
+			if w < 0 || (i > 0 && w <= ex.SustainWindows[i-1]) {
+				p.add("HeadroomExhausted.SustainWindows", "%v must be ascending and not negative", ex.SustainWindows)
+				break
+			}
+		}
+		if len(ex.SustainWindows) > 0 && ex.SustainWindows[0] == 0 {
+			positive(&p, "HeadroomExhausted.SustainBaseWindow", ex.SustainBaseWindow)
+		}
+	}
 
 	o.SLO.validate(&p)
 

@@ -26,6 +26,20 @@ func TestInvalidOptionsAreRejectedNamingTheField(t *testing.T) {
 			"HeadroomExhausted.PredictBelow: 0.01 must be above HeadroomExhausted.Below (0.05) and at most 1"},
 		{"a zero prediction horizon", func(o *Options) { o.HeadroomExhausted.PredictHorizon = 0 },
 			"HeadroomExhausted.PredictHorizon: must be above 0, got 0s"},
+		{"a trend confirmation as long as the trend", func(o *Options) { o.HeadroomExhausted.PredictConfirm = o.HeadroomExhausted.PredictLookback },
+			"HeadroomExhausted.PredictConfirm: 5m must be shorter than HeadroomExhausted.PredictLookback (5m): it confirms the most recent part of the trend"},
+		{"an overload threshold before the knee", func(o *Options) { o.HeadroomExhausted.OverloadBelow = 0.1 },
+			"HeadroomExhausted.OverloadBelow: 0.1 must be below 0 (past the knee), or 0 to turn the overload arm off"},
+		{"a negative sustained request count", func(o *Options) { o.HeadroomExhausted.SustainRequests = -1 },
+			"HeadroomExhausted.SustainRequests: -1 must not be negative (0 reads the exported headroom as it is)"},
+		{"sustained windows out of order", func(o *Options) {
+			o.HeadroomExhausted.SustainRequests = 100
+			o.HeadroomExhausted.SustainWindows = []time.Duration{0, 5 * time.Minute, 2 * time.Minute}
+		}, "HeadroomExhausted.SustainWindows: [0s 5m0s 2m0s] must be ascending and not negative"},
+		{"one sustained window", func(o *Options) {
+			o.HeadroomExhausted.SustainRequests = 100
+			o.HeadroomExhausted.SustainWindows = []time.Duration{2 * time.Minute}
+		}, "HeadroomExhausted.SustainWindows: needs at least two windows to choose from, got [2m0s]"},
 		{"a negative for duration", func(o *Options) { o.Fleet.For = -time.Minute },
 			"Fleet.For: must not be negative, got -1m0s"},
 		{"a sub-millisecond duration", func(o *Options) { o.TargetDown.For = time.Microsecond },

@@ -113,7 +113,8 @@ func TestRulesCommandAppliesTheConfigsAlertSettings(t *testing.T) {
     metrics_url: http://127.0.0.1:8000/metrics
 alerts:
   headroom_low: {below: 0.25, for: 2m}
-  headroom_exhausted: {below: 0.02, for: 15s, predict_window: 3m, predict_guard: 0.12}
+  headroom_exhausted: {below: 0.02, for: 15s, predict_window: 3m, predict_confirm: 2m, predict_guard: 0.12}
+  past_knee: {below: -0.1, for: 30s}
   slo_objective: 0.999
   fleet_capacity: {for: 90s}
   labels: {team: search}
@@ -140,11 +141,15 @@ alerts:
 	for alert, want := range map[string]string{
 		"KneewatchHeadroomLow": "kneewatch_replica_headroom_ratio < 0.25 for 2m team=search",
 		"KneewatchHeadroomExhausted": "(kneewatch_replica_headroom_ratio < 0.02)\nor\n(\n    (kneewatch_replica_headroom_ratio < 0.12)\n  and\n" +
-			"    (predict_linear(kneewatch_replica_headroom_ratio[5m], 180) <= 0)\n) for 15s team=search",
+			"    (\n        (predict_linear(kneewatch_replica_headroom_ratio[5m], 180) <= 0)\n      and\n" +
+			"        (predict_linear(kneewatch_replica_headroom_ratio[2m], 180) <= 0)\n    )\n) for 15s team=search",
 	} {
 		if diff := cmp.Diff(want, got[alert]); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", alert, diff)
 		}
+	}
+	if got := got["KneewatchPastKnee"]; !strings.HasPrefix(got, "(kneewatch_replica_headroom_ratio < -0.1)") || !strings.HasSuffix(got, " for 30s team=search") {
+		t.Errorf("KneewatchPastKnee does not take past_knee's below and for: %s", got)
 	}
 	for _, want := range []string{"(14.4 * 0.001)", "record: kneewatch:replica_headroom_ratio:avg20s", "for: 1m30s"} {
 		if !strings.Contains(stdout.String(), want) {
