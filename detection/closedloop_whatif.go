@@ -62,6 +62,9 @@ func withClosedLoopKnee(p knee.Profile) (knee.Profile, error) {
 	q := p
 	q.Metadata.Name += "-closed-loop"
 	q.Sweep.RateLevels = nil
+	// The mix model is anchored at the Poisson knee it was measured with;
+	// it does not describe a closed-loop one, and would fail validation.
+	q.MixModel = nil
 	q.Knee = knee.Knee{
 		Concurrency:            pt.Concurrency,
 		OutputTokensPerSecond:  pt.OutputTokensPerSecond,
