@@ -80,7 +80,11 @@ func (kc kneeCase) simPreset(t *testing.T) sim.Preset {
 // The must-show's bounds.
 const (
 	kneeTolerance = 0.10 // the knee found is within ±10% of the truth
-	maxLevels     = 8
+	// refineLevels bounds the probes after the doubling run has bracketed
+	// the knee: the doublings themselves grow with the knee (1, 2, 4, …
+	// up to the first power of two past it), so the bound on levels does
+	// too (see maxLevels).
+	refineLevels = 3
 )
 
 // TestSweepFindsTheSimulatorsTrueKnee is must-show 1: against the simulator
@@ -178,10 +182,21 @@ func accuracyProblems(out *Outcome, err error, want float64) []string {
 				found, want, 100*kneeTolerance, levelsOf(out), out.Reason))
 		}
 	}
-	if len(out.Levels) > maxLevels {
-		problems = append(problems, fmt.Sprintf("%d levels %v, want at most %d", len(out.Levels), levelsOf(out), maxLevels))
+	if limit := maxLevels(want); len(out.Levels) > limit {
+		problems = append(problems, fmt.Sprintf("%d levels %v, want at most %d", len(out.Levels), levelsOf(out), limit))
 	}
 	return problems
+}
+
+// maxLevels is the most levels a sweep may take to a true knee of the given
+// concurrency: the doublings up to the first power of two past it, then
+// refineLevels probes (8 for a knee of 8–15, 9 for 16–31).
+func maxLevels(knee float64) int {
+	doublings := 1
+	for c := 1.0; c <= knee; c *= 2 {
+		doublings++
+	}
+	return doublings + refineLevels
 }
 
 // fidelityTolerance bounds how far the simulator's wall-clock throughput

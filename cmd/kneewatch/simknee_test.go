@@ -17,7 +17,7 @@ func TestSimKneePrintsTheTrueKneeAsYAML(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	args := []string{"sim", "knee", "--preset", "llama-3.1-8b-h100", "--workload", "chat",
-		"--slo-ttft", "500ms", "--slo-tpot", "30ms", "--seed", "1"}
+		"--slo-ttft", "500ms", "--slo-tpot", "20ms", "--seed", "1"}
 	if err := run(context.Background(), args, &out, &errb); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errb.String())
 	}
@@ -27,7 +27,7 @@ func TestSimKneePrintsTheTrueKneeAsYAML(t *testing.T) {
 	if err := dec.Decode(&prof); err != nil {
 		t.Fatalf("output is not a knee profile: %v", err)
 	}
-	if prof.Kind != knee.Kind || prof.Match.Model != "meta-llama/Llama-3.1-8B-Instruct" || prof.SLO.TPOT.Seconds() != 0.030 {
+	if prof.Kind != knee.Kind || prof.Match.Model != "meta-llama/Llama-3.1-8B-Instruct" || prof.SLO.TPOT.Seconds() != 0.020 {
 		t.Errorf("profile header: kind %q model %q SLO %+v", prof.Kind, prof.Match.Model, prof.SLO)
 	}
 	// The knee meets the SLO and the next concurrency does not.
