@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -130,16 +129,7 @@ func blendGenerator(primary, alt string, share float64, seed uint64) (*workload.
 	if share >= 1 {
 		return workload.NewMixGenerator(am, alt, seed)
 	}
-	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
-	recs := make([]workload.Record, blendRecords)
-	for i := range recs {
-		m := pm
-		if rng.Float64() < share {
-			m = am
-		}
-		recs[i] = workload.Record{PromptTokens: m.Prompt.Sample(rng), OutputTokens: m.Output.Sample(rng)}
-	}
-	return workload.NewTraceGenerator(workload.Trace{Source: fmt.Sprintf("%s+%.0f%%%s", primary, 100*share, alt), Records: recs})
+	return workload.NewTraceGenerator(workload.Blend(pm, am, share, blendRecords, seed))
 }
 
 // kneeGrid is a scenario's true knee as a function of its conditions,

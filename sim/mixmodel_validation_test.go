@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -37,16 +36,7 @@ func validationSLO(t *testing.T, p Preset, g *workload.Generator) knee.SLO {
 func blendTrace(primary, alt string, share float64, seed uint64) (*workload.Generator, error) {
 	pm, _ := workload.Preset(primary)
 	am, _ := workload.Preset(alt)
-	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
-	recs := make([]workload.Record, 8000)
-	for i := range recs {
-		m := pm
-		if rng.Float64() < share {
-			m = am
-		}
-		recs[i] = workload.Record{PromptTokens: m.Prompt.Sample(rng), OutputTokens: m.Output.Sample(rng)}
-	}
-	return workload.NewTraceGenerator(workload.Trace{Source: fmt.Sprintf("%s+%.0f%%%s", primary, 100*share, alt), Records: recs})
+	return workload.NewTraceGenerator(workload.Blend(pm, am, share, 8000, seed))
 }
 
 // heldOutMix is a mix the mix model was not fitted to.

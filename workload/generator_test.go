@@ -101,3 +101,24 @@ func TestResolveRejectsAnUnknownSpec(t *testing.T) {
 		t.Errorf("missing file: got %v", err)
 	}
 }
+
+// A blend draws about its share from the other mix, and the same seed
+// draws the same trace.
+func TestBlendDrawsItsShareFromTheOtherMix(t *testing.T) {
+	chat, _ := Preset("chat")
+	rag, _ := Preset("rag")
+	tr := Blend(chat, rag, 0.2, 4000, 7)
+	long := 0
+	for _, r := range tr.Records {
+		if r.PromptTokens >= rag.Prompt.Min {
+			long++
+		}
+	}
+	// rag's prompts are ≥ 1500 tokens; chat's rarely are (lognormal, median 133).
+	if share := float64(long) / float64(len(tr.Records)); share < 0.17 || share > 0.25 {
+		t.Errorf("%.3f of the blend's prompts are RAG-long, want about 0.2", share)
+	}
+	if again := Blend(chat, rag, 0.2, 4000, 7); again.Records[123] != tr.Records[123] || again.Source != "chat+20%rag" {
+		t.Errorf("the same seed drew a different blend (source %q)", again.Source)
+	}
+}

@@ -7,6 +7,7 @@ package workload
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 )
 
 // Dist is a distribution of token counts. Kind selects which fields apply:
@@ -55,3 +56,20 @@ func (m Mix) MeanPromptTokens() float64 { return m.Prompt.Mean() }
 
 // MeanOutputTokens is the analytic mean output length (see Dist.Mean).
 func (m Mix) MeanOutputTokens() float64 { return m.Output.Mean() }
+
+// Blend is a trace of records drawn from primary, each one instead from
+// alt with probability share: a mix that is not a scaled copy of either
+// (two humps, not one stretched), such as a chat deployment some of whose
+// traffic turned to RAG. The same seed gives the same trace.
+func Blend(primary, alt Mix, share float64, records int, seed uint64) Trace {
+	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
+	recs := make([]Record, records)
+	for i := range recs {
+		m := primary
+		if rng.Float64() < share {
+			m = alt
+		}
+		recs[i] = Record{PromptTokens: m.Prompt.Sample(rng), OutputTokens: m.Output.Sample(rng)}
+	}
+	return Trace{Source: fmt.Sprintf("%s+%.0f%%%s", primary.Name, 100*share, alt.Name), Records: recs}
+}
