@@ -18,8 +18,8 @@ type TruthPoint struct {
 	// TTFTP and TPOTP are the SLO percentile of TTFT over the requests whose
 	// first token came in the last SLO window, and of TPOT over those that
 	// finished in it, reaching back as far as it takes to hold
-	// knee.MinWindowRequests (see truthQuantile); NaN while the run has not
-	// yet produced that many.
+	// knee.MinWindowRequests; NaN while the run has not yet produced that
+	// many.
 	TTFTP, TPOTP float64
 	// Breached is true when either percentile is over its threshold.
 	Breached bool
@@ -50,13 +50,19 @@ type truthConfig struct {
 // groundTruth computes the truth at every tick of a run.
 func groundTruth(tr *runTrace, cfg truthConfig) []TruthPoint {
 	out := make([]TruthPoint, len(tr.ticks))
-	ttft := truthQuantile{events: tr.ttft, width: cfg.sloWindow, q: cfg.slo.Quantile}
-	tpot := truthQuantile{events: tr.tpot, width: cfg.sloWindow, q: cfg.slo.Quantile}
+	// No cap on how far back a window reaches for enough requests: at a
+	// low request rate (a long-context replica at a third of its knee
+	// finishes a request every ten seconds or more) a 10-minute cap left
+	// whole stretches of a run unjudged, counted as "not breached". The
+	// truth judges every moment; it is unknown only until the run has
+	// produced enough requests at all.
+	ttft := knee.WindowedQuantile{Events: tr.ttft, Width: cfg.sloWindow, Q: cfg.slo.Quantile, MaxStretch: -1}
+	tpot := knee.WindowedQuantile{Events: tr.tpot, Width: cfg.sloWindow, Q: cfg.slo.Quantile, MaxStretch: -1}
 	for i, tk := range tr.ticks {
 		p := TruthPoint{At: tk.at}
 		p.Load, p.Knee, p.Headroom = trueHeadroom(tr.ticks, i, cfg)
-		p.TTFTP = ttft.at(tk.at)
-		p.TPOTP = tpot.at(tk.at)
+		p.TTFTP = ttft.At(tk.at)
+		p.TPOTP = tpot.At(tk.at)
 		p.Breached = cfg.slo.BreachedBy(p.TTFTP, p.TPOTP)
 		p.Unknown = !p.Breached && !(knee.Known(p.TTFTP) && knee.Known(p.TPOTP))
 		out[i] = p

@@ -101,11 +101,11 @@ func TestTruthQuantileReachesBackAsFarAsItTakes(t *testing.T) {
 	if v := capped.At(at); knee.Known(v) {
 		t.Fatalf("knee.WindowedQuantile judged the moment (%v); the test no longer shows the cap", v)
 	}
-	w := truthQuantile{events: evs, width: 2 * time.Minute, q: 0.5}
-	if v := w.at(at); !knee.Known(v) || v < 50 || v > 149 {
+	w := knee.WindowedQuantile{Events: evs, Width: 2 * time.Minute, Q: 0.5, MaxStretch: -1}
+	if v := w.At(at); !knee.Known(v) || v < 50 || v > 149 {
 		t.Errorf("the truth's median of the last 100 requests is %v, want one of requests 50–149", v)
 	}
-	if v := w.at(benchEpoch.Add(98 * 10 * time.Second)); knee.Known(v) {
+	if v := w.At(benchEpoch.Add(98 * 10 * time.Second)); knee.Known(v) {
 		t.Errorf("with 99 requests so far the truth judged the moment (%v), want unknown", v)
 	}
 }

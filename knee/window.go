@@ -36,7 +36,11 @@ type WindowedQuantile struct {
 	Events []LatencyEvent
 	Width  time.Duration
 	Q      float64
-	buf    []float64
+	// MaxStretch bounds how far back the window reaches for
+	// MinWindowRequests events: 0 means MaxWindowStretch; a negative value
+	// means no bound (a ground truth that must judge every moment).
+	MaxStretch time.Duration
+	buf        []float64
 }
 
 // At is the windowed quantile at the given moment, or unknown.
@@ -46,7 +50,7 @@ func (w *WindowedQuantile) At(at time.Time) float64 {
 	hi := sort.Search(len(w.Events), func(i int) bool { return w.Events[i].At.After(at) })
 	if hi-lo < MinWindowRequests {
 		lo = hi - MinWindowRequests
-		if lo < 0 || !w.Events[lo].At.After(at.Add(-MaxWindowStretch)) {
+		if lo < 0 || (w.MaxStretch >= 0 && !w.Events[lo].At.After(at.Add(-w.maxStretch()))) {
 			return Unknown()
 		}
 	}
@@ -56,6 +60,13 @@ func (w *WindowedQuantile) At(at time.Time) float64 {
 	}
 	slices.Sort(w.buf)
 	return SampleQuantile(w.buf, w.Q)
+}
+
+func (w *WindowedQuantile) maxStretch() time.Duration {
+	if w.MaxStretch == 0 {
+		return MaxWindowStretch
+	}
+	return w.MaxStretch
 }
 
 // BreachedBy reports whether a TTFT or a TPOT at the SLO's quantile is over
