@@ -3,8 +3,11 @@ package detection
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kneewatch/kneewatch/knee"
 )
 
 // TestBench runs the seven scenarios (without the what-if variants) and
@@ -137,4 +140,63 @@ func TestBench(t *testing.T) {
 			}
 		}
 	})
+}
+
+// benchSubset is TestBench's fixed sample of the suite's test half: the
+// first scenario of each of these families, in the order they were drawn.
+var benchSubset = []string{FamilyFlashCrowd, FamilyPlateauSafe, FamilyMixStep}
+
+// TestBenchSuiteSubset runs a few generated scenarios and checks what the
+// suite's figures rest on: the truth judges every moment once enough
+// requests have finished, every detector and the oracle are scored, and
+// the goals of issue 13 are reported (the suite-wide figures are in
+// docs/benchmarks/detection.md).
+func TestBenchSuiteSubset(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates about two hours of traffic")
+	}
+	suite, err := GenerateSuite(SuiteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scs []Scenario
+	for _, f := range benchSubset {
+		i := slices.IndexFunc(suite.Test, func(sc Scenario) bool { return sc.Family == f })
+		scs = append(scs, suite.Test[i])
+	}
+	rep, err := Run(context.Background(), Options{Scenarios: scs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range rep.Results {
+		known := false
+		for _, p := range res.Truth {
+			if p.Unknown && known {
+				t.Errorf("%s: the truth was unknown at %s after judging earlier moments", res.Scenario.Name, clock(p.At))
+			}
+			known = known || !p.Unknown
+		}
+		if !known {
+			t.Errorf("%s: the truth judged no moment", res.Scenario.Name)
+		}
+		if res.score(DetectorOracle) == nil || res.score(DetectorKneewatchPage) == nil {
+			t.Errorf("%s: the oracle or kneewatch's page was not scored", res.Scenario.Name)
+		}
+		if res.Scenario.Deployment.SLO == (knee.SLO{}) {
+			t.Errorf("%s: no SLO was derived", res.Scenario.Name)
+		}
+	}
+	kw := tallyOf(rep.Results, DetectorKneewatchPage)
+	t.Logf("kneewatch's page on the subset: %d false pages in %d safe scenarios; early-possible breaches paged ahead %d of %d; abrupt onsets on time %d of %d",
+		kw.safeFalse, kw.safe, kw.early, kw.earlyPossible, kw.onTime, kw.abrupt)
+	var b bytes.Buffer
+	full := &Report{Options: rep.Options, Results: rep.Results, Suite: rep, SuiteHalf: HalfTest, SuiteSeed: 1}
+	if err := full.Markdown(&b, "go test"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"### Goals (test half)", "oracle (page on true headroom)", "### By family (test half)", "### Headroom error by deployment"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
 }
