@@ -14,9 +14,9 @@ type Alerts struct {
 	HeadroomLow HeadroomLow `yaml:"headroom_low"`
 	// HeadroomExhausted is the page: headroom under Below for For, or
 	// headroom predicted to reach 0 within PredictWindow (by its trend over
-	// 5m and over the last PredictConfirm) while already under PredictGuard.
-	// Default below 0.05 for 2m, predict 5m, confirm 1m, guard 0.6 (see
-	// rules.DefaultOptions for why).
+	// 5m, and over the last PredictConfirm when set) while already under
+	// PredictGuard. Default below 0.05 for 2m, predict 15m, no confirmation,
+	// guard 0.6 (see rules.DefaultOptions for why).
 	HeadroomExhausted HeadroomExhausted `yaml:"headroom_exhausted"`
 	// PastKnee is the page for abrupt overload: headroom under Below while
 	// a latency SLO percentile is over its threshold, for For. Default
@@ -105,8 +105,8 @@ func DefaultAlerts() Alerts {
 		HeadroomExhausted: HeadroomExhausted{
 			Below:          0.05,
 			For:            Duration(2 * time.Minute),
-			PredictWindow:  Duration(5 * time.Minute),
-			PredictConfirm: Duration(time.Minute),
+			PredictWindow:  Duration(15 * time.Minute),
+			PredictConfirm: 0,
 			PredictGuard:   0.6,
 		},
 		PastKnee:       PastKnee{Below: 0, For: Duration(15 * time.Second)},

@@ -95,7 +95,7 @@ func TestMinimalConfigGetsEveryDefault(t *testing.T) {
 		},
 		Alerts: Alerts{
 			HeadroomLow:       HeadroomLow{Below: 0.2, For: Duration(10 * time.Minute)},
-			HeadroomExhausted: HeadroomExhausted{Below: 0.05, For: Duration(2 * time.Minute), PredictWindow: Duration(5 * time.Minute), PredictConfirm: Duration(time.Minute), PredictGuard: 0.6},
+			HeadroomExhausted: HeadroomExhausted{Below: 0.05, For: Duration(2 * time.Minute), PredictWindow: Duration(15 * time.Minute), PredictGuard: 0.6},
 			PastKnee:          PastKnee{Below: 0, For: Duration(15 * time.Second)},
 			SLOObjective:      0.99,
 			KVPressure:        KVPressure{Margin: 0.05, PreemptionsPerSecond: 0.1, For: Duration(10 * time.Minute)},
@@ -131,7 +131,7 @@ func TestSectionsKeepDefaultsForKeysNotGiven(t *testing.T) {
 			return ""
 		}},
 		{"one nested alert key leaves its sibling default", "alerts:\n  headroom_exhausted:\n    below: 0.1\n" + target, func(c *Config) string {
-			if c.Alerts.HeadroomExhausted.Below != 0.1 || c.Alerts.HeadroomExhausted.PredictWindow != Duration(5*time.Minute) {
+			if c.Alerts.HeadroomExhausted.Below != 0.1 || c.Alerts.HeadroomExhausted.PredictWindow != Duration(15*time.Minute) {
 				return "headroom_exhausted lost defaults"
 			}
 			return ""
