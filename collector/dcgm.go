@@ -69,7 +69,7 @@ func (d DCGMSnapshot) Select(sel GPUSelector) []GPUSnapshot {
 }
 
 // dcgmFields lists the dcgm-exporter fields read, with the factor to base
-// units (UPSTREAM-METRICS.md §6: GPU_UTIL is 0–100, FB is MiB, clocks MHz;
+// units (docs/upstream-metrics.md §6: GPU_UTIL is 0–100, FB is MiB, clocks MHz;
 // the PROF fields are already ratios).
 var dcgmFields = []struct {
 	name   string

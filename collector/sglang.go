@@ -1,6 +1,6 @@
 package collector
 
-// sglangAdapter reads SGLang metrics (UPSTREAM-METRICS.md §2).
+// sglangAdapter reads SGLang metrics (docs/upstream-metrics.md §2).
 //
 //   - sglang:num_retracted_reqs is a gauge of the current batch, not a
 //     cumulative count, so it is SignalRetracted, never SignalPreemptions.

@@ -1,6 +1,6 @@
 package collector
 
-// tgiAdapter reads Hugging Face TGI metrics (UPSTREAM-METRICS.md §3).
+// tgiAdapter reads Hugging Face TGI metrics (docs/upstream-metrics.md §3).
 //
 //   - TGI has no TTFT histogram, so SignalTTFT is absent.
 //   - TGI has no token counters: the _sum of the input-length and

@@ -1,7 +1,7 @@
 package collector
 
 // trtllmAdapter reads Triton Inference Server with the TensorRT-LLM backend
-// (UPSTREAM-METRICS.md §4).
+// (docs/upstream-metrics.md §4).
 //
 //   - Running is request_type="scheduled" and waiting request_type="waiting",
 //     the mapping the Gateway API inference extension uses.

@@ -1,6 +1,6 @@
 package collector
 
-// vllmAdapter reads vLLM V1 and V0 metrics (UPSTREAM-METRICS.md §1).
+// vllmAdapter reads vLLM V1 and V0 metrics (docs/upstream-metrics.md §1).
 //
 //   - Names are tried newest first: kv_cache_usage_perc (0.9+) before
 //     gpu_cache_usage_perc (V0, deprecated 0.9); inter_token_latency_seconds

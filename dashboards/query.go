@@ -8,7 +8,7 @@ import (
 )
 
 // Upstream metrics the dashboards read directly, all dcgm-exporter default
-// counters (UPSTREAM-METRICS.md §6.1). Everything else comes from kneewatch's
+// counters (docs/upstream-metrics.md §6.1). Everything else comes from kneewatch's
 // own catalog, which is engine-neutral and carries the replica label.
 const (
 	dcgmGPUUtil      = "DCGM_FI_DEV_GPU_UTIL"            // 0..100, any kernel running; lists GPUs

@@ -12,10 +12,10 @@ import (
 	"github.com/kneewatch/kneewatch/workload"
 )
 
-// publishedFigure is one number from CALIBRATION.md §3–4 and how the
+// publishedFigure is one number from docs/calibration.md §3–4 and how the
 // simulator reproduces its setup.
 type publishedFigure struct {
-	source  string // CALIBRATION.md source and row
+	source  string // docs/calibration.md source and row
 	preset  string
 	what    string  // the measured quantity, with its unit
 	value   float64 // as published
@@ -52,7 +52,7 @@ func closedLoop(t *testing.T, p Preset, mix workload.Mix, c int) knee.Point {
 }
 
 // nimThroughput is NIM's "Throughput (Tokens/s)" at concurrency c: total
-// output tok/s of a closed loop of 200-in/200-out requests (CALIBRATION.md
+// output tok/s of a closed loop of 200-in/200-out requests (docs/calibration.md
 // §5.5 identifies the header-less NIM 8B tables as ISL = OSL = 200).
 func nimThroughput(c int) func(*testing.T, Preset) float64 {
 	return func(t *testing.T, p Preset) float64 {
@@ -114,7 +114,7 @@ func prefillRate(prompt int) func(*testing.T, Preset) float64 {
 	}
 }
 
-// publishedFigures are the figures of CALIBRATION.md that a preset can be
+// publishedFigures are the figures of docs/calibration.md that a preset can be
 // held to, and a few shown beside them that cannot, with the reason.
 func publishedFigures() []publishedFigure {
 	const h100 = "llama-3.1-8b-h100"
@@ -136,7 +136,7 @@ func publishedFigures() []publishedFigure {
 	}
 	figs = append(figs,
 		publishedFigure{"C vLLM 0.21.0, c=64", h100, "output tok/s", 1312.3,
-			"client- or CPU-limited per CALIBRATION.md (TPOT 47 ms at falling throughput)", nimThroughput(64)},
+			"client- or CPU-limited per docs/calibration.md (TPOT 47 ms at falling throughput)", nimThroughput(64)},
 		publishedFigure{"E vLLM CI latency_llama70B_tp4, H200", "llama-3.3-70b-fp8-h200", "ms per decode step, batch 8", 16.2,
 			"bf16 on 4 GPUs (TP4), not FP8 on one", batchStepMillis},
 		publishedFigure{"§1 roofline floor, L4", "llama-3.1-8b-l4", "single-stream ITL, ms", 53.5,
@@ -167,7 +167,7 @@ func TestCalibrationAgainstPublishedFigures(t *testing.T) {
 				f.source, f.preset, f.what, got, f.value, 100*(ratio-1), 100*calibrationTolerance)
 		}
 	}
-	t.Logf("simulator against published figures (CALIBRATION.md):\n%s", b.String())
+	t.Logf("simulator against published figures (docs/calibration.md):\n%s", b.String())
 }
 
 // The L4 has no published figure; physics bounds it: a lone request cannot

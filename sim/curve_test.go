@@ -99,7 +99,7 @@ func TestChatCurveOn8BH100HasARealKnee(t *testing.T) {
 				levels[i].Point.Concurrency, levels[i-1].Point.KVCacheUsage, levels[i-1].Point.Concurrency)
 		}
 	}
-	// CALIBRATION.md §5.1: 8B-class on an H100 flattens beyond c≈100–150.
+	// docs/calibration.md §5.1: 8B-class on an H100 flattens beyond c≈100–150.
 	// Check the shape (not the absolute level): from c=128 to c=256 the
 	// throughput gains under 10%, while from c=32 to c=64 it still gains over 30%.
 	byC := map[float64]knee.Point{}
@@ -129,7 +129,7 @@ func TestLongContextFillsTheKVCacheAndPreempts(t *testing.T) {
 	}
 }
 
-// CALIBRATION.md §5.5: in a closed loop, throughput ≈ c·OSL / (TTFT + OSL·ITL),
+// docs/calibration.md §5.5: in a closed loop, throughput ≈ c·OSL / (TTFT + OSL·ITL),
 // which published sweeps obey within 1%. With a fixed output length the
 // simulator must obey it too, within 1% (it comes out 0.5% high: the
 // identity counts OSL inter-token gaps where a request has OSL − 1).

@@ -36,7 +36,7 @@ func TestSingleRequestFiguresArePlausible(t *testing.T) {
 		t.Fatal("no TPOT for a finished 128-token request")
 	}
 	// Public figures for an 8B model on one H100 put light-load decode at
-	// 4.4–7.8 ms per token (CALIBRATION.md §4; TestCalibrationAgainstPublishedFigures
+	// 4.4–7.8 ms per token (docs/calibration.md §4; TestCalibrationAgainstPublishedFigures
 	// holds the preset to each), above the 4.8 ms it takes to read the bf16
 	// weights once, and a 512-token prefill well under 100 ms.
 	if tpot < 4800*time.Microsecond || tpot > 8*time.Millisecond {

@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// SGLang's current default histogram buckets (UPSTREAM-METRICS.md §2;
+// SGLang's current default histogram buckets (docs/upstream-metrics.md §2;
 // python/sglang/srt/metrics/collector.py).
 var (
 	sglangTTFTBuckets = []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400}
@@ -23,7 +23,7 @@ var (
 const sglangThroughputSteps = 40
 
 // sglangRecorder exposes SGLang's metric names. Its semantics differ from
-// vLLM's where SGLang's do (UPSTREAM-METRICS.md §7.6): prompt and generation
+// vLLM's where SGLang's do (docs/upstream-metrics.md §7.6): prompt and generation
 // token counters advance when a request finishes, retractions (preemptions)
 // are a gauge of the last step, and there is no finish-reason label.
 type sglangRecorder struct {

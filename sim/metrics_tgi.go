@@ -8,7 +8,7 @@ import (
 
 // tgiDurationBuckets are TGI's buckets for every metric whose name ends in
 // "duration": 0.0001 × 1.5^k for k = 1…35 (0.00015 s … ≈ 145.6 s), per
-// router/src/server.rs (UPSTREAM-METRICS.md §3).
+// router/src/server.rs (docs/upstream-metrics.md §3).
 func tgiDurationBuckets() []float64 {
 	out := make([]float64, 35)
 	for k := range out {

@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// vLLM's histogram bucket edges, as UPSTREAM-METRICS.md §1.2 lists them
+// vLLM's histogram bucket edges, as docs/upstream-metrics.md §1.2 lists them
 // (vllm/v1/metrics/loggers.py). The 1-2-5 token buckets depend on
 // max_model_len and are built by buckets125.
 var (
@@ -23,7 +23,7 @@ var (
 var vllmFinishReasons = []string{"stop", "length", "abort"}
 
 // vllmRecorder exposes vLLM's metrics. V1 (the default flavor) and V0 share
-// it; v0 switches the names and labels that differ (UPSTREAM-METRICS.md §1.3).
+// it; v0 switches the names and labels that differ (docs/upstream-metrics.md §1.3).
 type vllmRecorder struct {
 	v0 bool
 

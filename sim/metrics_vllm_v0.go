@@ -3,7 +3,7 @@ package sim
 import "github.com/prometheus/client_golang/prometheus"
 
 // newVLLMV0Recorder is the vllm-v0 flavor: vLLM's V0 engine names, as older
-// deployments still scrape them (UPSTREAM-METRICS.md §1.3). It differs from
+// deployments still scrape them (docs/upstream-metrics.md §1.3). It differs from
 // V1 in:
 //   - labels: model_name only (no engine);
 //   - KV usage as vllm:gpu_cache_usage_perc, plus the V0-only

@@ -78,7 +78,7 @@ const (
 )
 
 // presets are the built-in replicas. GPU figures are dense datasheet values and
-// KV sizes follow from the model architecture (see CALIBRATION.md §1–2).
+// KV sizes follow from the model architecture (see docs/calibration.md §1–2).
 //
 // The efficiencies and the step overhead are fitted to the published 8B/H100
 // figures, the same for every preset (TestCalibrationAgainstPublishedFigures
@@ -92,7 +92,7 @@ const (
 //     sampling and scheduling included). It puts the closed-loop plateau of
 //     a 200-in/200-out mix at ~12k output tok/s (NIM 8B: 13.3k and 10.4k),
 //     flattening past c≈150, and a lone 2048-token prefill at ~25k prompt
-//     tok/s (CALIBRATION.md §1 derives 25–37k at 40–60% MFU).
+//     tok/s (docs/calibration.md §1 derives 25–37k at 40–60% MFU).
 //
 // KVCacheDtype says how the KV cache is stored: the 70B FP8 preset serves
 // with an FP8 KV cache, as FP8 deployments usually do, which halves its
@@ -106,7 +106,7 @@ var presets = map[string]Preset{
 		// BF16 weights ≈ 16.06 GB.
 		WeightBytes:     16.06e9,
 		KVBytesPerToken: 2 * 32 * 8 * 128 * 2, // K+V × layers × KV heads × head dim × bf16 = 128 KiB
-		// CALIBRATION.md §2 takes ≈79.2 GiB as usable on an 80 GB H100.
+		// docs/calibration.md §2 takes ≈79.2 GiB as usable on an 80 GB H100.
 		GPUMemoryBytes:         79.2 * gib,
 		HBMBandwidth:           3.35e12,
 		PeakFLOPS:              989e12,
@@ -157,7 +157,7 @@ var presets = map[string]Preset{
 		WeightBytes:            70.5e9,
 		KVBytesPerToken:        2 * 80 * 8 * 128 * 2, // 320 KiB at 16 bits
 		KVCacheDtype:           KVCacheFP8,           // 160 KiB stored
-		GPUMemoryBytes:         139.8 * gib,          // CALIBRATION.md §2: ≈139.8 GiB usable on an H200
+		GPUMemoryBytes:         139.8 * gib,          // docs/calibration.md §2: ≈139.8 GiB usable on an H200
 		HBMBandwidth:           4.8e12,
 		PeakFLOPS:              1979e12, // dense FP8
 		ComputeEfficiency:      0.40,

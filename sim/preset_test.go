@@ -31,7 +31,7 @@ func TestKVCapacityFollowsTheMemoryFormula(t *testing.T) {
 		blocks int
 	}{
 		// (79.2 GiB × 0.9 − 16.06e9 − 2 GiB) ÷ (128 KiB × 16) = 27813.
-		// CALIBRATION.md estimates ≈ 27,000–28,000 blocks for vLLM on an H100.
+		// docs/calibration.md estimates ≈ 27,000–28,000 blocks for vLLM on an H100.
 		{"llama-3.1-8b-h100", 27813},
 		// (24e9 × 0.9 − 16.06e9 − 1 GiB) ÷ 2 MiB = 2129: ≈ 34k tokens.
 		{"llama-3.1-8b-l4", 2129},

@@ -7,7 +7,7 @@ import "slices"
 // what an 8B serving config accepts. Means (from Dist.Mean) are noted on each.
 var presets = map[string]Mix{
 	// Chat: ShareGPT-like conversations. vLLM's v0.6.0 performance blog (as
-	// quoted in the project's CALIBRATION.md) gives ShareGPT averages of 202
+	// quoted in docs/calibration.md) gives ShareGPT averages of 202
 	// prompt / 179 output tokens; this mix has means of about 200 / 180.
 	"chat": {
 		Name:   "chat",
