@@ -32,19 +32,19 @@ func (g *generator) headroomLow() rulefmt.Rule {
 func (g *generator) headroomExhausted() rulefmt.Rule {
 	o := g.o.HeadroomExhausted
 	raw := g.kw(catalog.MetricReplicaHeadroom)
-	sustained := parser.Expr(raw)
-	var sustainedSel *parser.VectorSelector = raw
+	// The level and trend arms read the exported headroom, or its average
+	// over enough requests when SustainRequests is set.
+	read := raw
 	if o.SustainRequests > 0 {
-		sustainedSel = g.recorded(recSustainedHeadroom)
-		sustained = sustainedSel
+		read = g.recorded(recSustainedHeadroom)
 	}
-	trend := lte(predictLinear(sustainedSel, o.PredictLookback, o.PredictHorizon), num(0))
+	trend := lte(predictLinear(read, o.PredictLookback, o.PredictHorizon), num(0))
 	if o.PredictConfirm > 0 {
-		trend = and(trend, lte(predictLinear(sustainedSel, o.PredictConfirm, o.PredictHorizon), num(0)))
+		trend = and(trend, lte(predictLinear(read, o.PredictConfirm, o.PredictHorizon), num(0)))
 	}
 	arms := []parser.Expr{
-		lt(sustained, num(o.Below)),
-		and(lt(sustained, num(o.PredictBelow)), trend),
+		lt(read, num(o.Below)),
+		and(lt(read, num(o.PredictBelow)), trend),
 	}
 	if o.OverloadBelow < 0 {
 		arms = append(arms, lt(raw, num(o.OverloadBelow)))

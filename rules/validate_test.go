@@ -112,3 +112,28 @@ func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// With SustainRequests set, the page reads a recorded average and the
+// recording rule that makes it is generated (and parses).
+func TestSustainedHeadroomIsRecordedWhenThePageReadsIt(t *testing.T) {
+	o := DefaultOptions()
+	o.HeadroomExhausted.SustainRequests = 100
+	groups, err := Generate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded, read := false, false
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			if r.Record == RecordSustainedHeadroom && strings.Contains(r.Expr, ">= 100") {
+				recorded = true
+			}
+			if r.Alert == AlertHeadroomExhausted && strings.Contains(r.Expr, RecordSustainedHeadroom) {
+				read = true
+			}
+		}
+	}
+	if !recorded || !read {
+		t.Errorf("sustained headroom recorded %v, read by the page %v; want both", recorded, read)
+	}
+}
