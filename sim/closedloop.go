@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 	"github.com/kneewatch/kneewatch/workload"
 )
 
@@ -47,6 +47,9 @@ type Level struct {
 	Duration time.Duration
 	// Clamped counts requests whose prompt or output was cut to fit max_model_len.
 	Clamped int
+	// Margin is the larger of TTFT and TPOT at the SLO quantile ÷ their
+	// thresholds (measure.Summary.Margin); the search interpolates on it.
+	Margin float64
 }
 
 // RunLevel runs the engine in virtual time at a fixed concurrency and
@@ -167,7 +170,8 @@ func RunLevel(ctx context.Context, cfg LevelConfig) (Level, error) {
 	lv.Duration = now.Sub(start)
 	lv.Clamped = clamped
 	sec := lv.Duration.Seconds()
-	lv.Point = summarize(lv.Window, float64(tokens)/sec, sec, cfg.SLO)
+	sum := summarize(lv.Window, float64(tokens)/sec, sec, cfg.SLO)
+	lv.Point, lv.Margin = sum.Point, sum.Margin
 	lv.Point.Concurrency = float64(cfg.Concurrency)
 	lv.Point.KVCacheUsage = min(kvArea/sec, 1)
 	lv.Point.Running = runArea / sec
@@ -203,42 +207,19 @@ func fitModelLen(prompt, output, maxLen int) (int, int, bool) {
 	return prompt, maxLen - prompt, true
 }
 
-// summarize computes the point's rates, quantiles and SLO verdict from the
-// window's requests and the output token rate the engine produced in it.
-// Goodput is that rate times the share of the finished requests' tokens that
-// belong to requests meeting both thresholds: the same expectation as
-// counting good tokens directly, with the lower variance of the step-level
-// token count, and never above the throughput.
-func summarize(window []*Request, tokensPerSec, sec float64, slo knee.SLO) knee.Point {
-	ttfts := make([]float64, 0, len(window))
-	tpots := make([]float64, 0, len(window))
-	var tokens, good int
-	for _, r := range window {
-		ttft := r.TTFT().Seconds()
-		ttfts = append(ttfts, ttft)
-		ok := ttft <= slo.TTFT.Seconds()
-		if tpot, has := r.TPOT(); has {
-			tpots = append(tpots, tpot.Seconds())
-			ok = ok && tpot.Seconds() <= slo.TPOT.Seconds()
-		}
-		tokens += r.Generated
-		if ok {
-			good += r.Generated
-		}
+// summarize judges the window by the measurement engine's one rule
+// (measure.Summarize), with the output token rate the engine produced in
+// it: goodput is that rate times the share of the finished requests'
+// tokens that belong to requests meeting both thresholds, the same
+// expectation as counting good tokens directly, with the lower variance of
+// the step-level token count.
+func summarize(window []*Request, tokensPerSec, sec float64, slo knee.SLO) measure.Summary {
+	samples := make([]measure.Sample, len(window))
+	for i, r := range window {
+		tpot, has := r.TPOT()
+		samples[i] = measure.Sample{TTFT: r.TTFT(), TPOT: tpot, HasTPOT: has, OutputTokens: r.Generated}
 	}
-	slices.Sort(ttfts)
-	slices.Sort(tpots)
-	pt := knee.Point{
-		Requests:               len(window),
-		RequestsPerSecond:      float64(len(window)) / sec,
-		OutputTokensPerSecond:  tokensPerSec,
-		GoodputTokensPerSecond: tokensPerSec * float64(good) / float64(max(tokens, 1)),
-		TTFT:                   knee.Quantiles{P50: knee.SampleQuantile(ttfts, 0.5), P99: knee.SampleQuantile(ttfts, 0.99)},
-		TPOT:                   knee.Quantiles{P50: knee.SampleQuantile(tpots, 0.5), P99: knee.SampleQuantile(tpots, 0.99)},
-	}
-	pt.MeetsSLO = knee.SampleQuantile(ttfts, slo.Quantile) <= slo.TTFT.Seconds() &&
-		knee.SampleQuantile(tpots, slo.Quantile) <= slo.TPOT.Seconds()
-	return pt
+	return measure.Summarize(samples, time.Duration(sec*float64(time.Second)), tokensPerSec, slo)
 }
 
 func validateSLO(slo knee.SLO) error {

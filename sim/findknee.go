@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 	"github.com/kneewatch/kneewatch/workload"
 )
 
@@ -47,10 +48,11 @@ type KneeConfig struct {
 // even concurrency 1 breaks the SLO.
 var ErrSLOUnreachable = errors.New("the SLO is not met even at concurrency 1")
 
-// FindKnee measures the simulator's true knee in virtual time: it runs
-// closed-loop levels 1, 2, 4, … up to MaxConcurrency, stopping one level
-// past the first that breaks the SLO (so the profile shows the flattening),
-// then bisects between the last good and the first bad level down to
+// FindKnee measures the simulator's true knee in virtual time, searching as
+// `kneewatch sweep` does (measure.Search): closed-loop levels 1, 2, 4, … up
+// to MaxConcurrency, one level past the first that breaks the SLO (so the
+// profile shows the flattening), then refinement between the last good and
+// the first bad level, interpolating on the log of the SLO margin, down to
 // integer concurrency. The knee is the largest concurrency found meeting
 // both SLO percentiles: it meets the SLO and knee+1 does not (unless the knee
 // is MaxConcurrency, in which case the profile is marked partial because the
@@ -99,12 +101,24 @@ func FindKnee(ctx context.Context, cfg KneeConfig) (knee.Profile, error) {
 	}
 	started := clock()
 
+	// The search is the sweep's (measure.Search), set for the truth: it
+	// refines to integer concurrency, measures one doubling past the first
+	// break so the profile shows the flattening, and keeps doubling on a
+	// flat throughput while the SLO holds. Levels are never screened or
+	// stopped early: virtual time makes full windows cheap.
+	search, err := measure.NewSearch(maxC, integerPrecision, 0)
+	if err != nil {
+		return knee.Profile{}, err
+	}
+	search.PastBreak = 1
 	points := map[int]knee.Point{}
 	var levels []int
-	run := func(c int) (bool, error) {
-		if pt, ok := points[c]; ok {
-			return pt.MeetsSLO, nil
+	for {
+		step, ok := search.Next()
+		if !ok {
+			break
 		}
+		c := step.Concurrency
 		lv, err := RunLevel(ctx, LevelConfig{
 			Engine:         cfg.Engine,
 			Workload:       cfg.Workload.WithSeed(levelSeed(cfg.Seed, c)),
@@ -114,48 +128,13 @@ func FindKnee(ctx context.Context, cfg KneeConfig) (knee.Profile, error) {
 			WindowRequests: cfg.WindowRequests,
 		})
 		if err != nil {
-			return false, fmt.Errorf("concurrency %d: %w", c, err)
+			return knee.Profile{}, fmt.Errorf("concurrency %d: %w", c, err)
 		}
 		points[c] = lv.Point
 		levels = append(levels, c)
-		return lv.Point.MeetsSLO, nil
+		search.Record(c, measure.Outcome{Good: lv.Point.MeetsSLO, Margin: lv.Margin, TokensPerSecond: lv.Point.OutputTokensPerSecond})
 	}
-
-	// Doubling sweep: lo is the last good level, hi the first bad one.
-	var sweep []int
-	for c := 1; c < maxC; c *= 2 {
-		sweep = append(sweep, c)
-	}
-	sweep = append(sweep, maxC)
-	lo, hi := 0, 0
-	for _, c := range sweep {
-		ok, err := run(c)
-		if err != nil {
-			return knee.Profile{}, err
-		}
-		if hi > 0 {
-			break // that was the one level past the break
-		}
-		if ok {
-			lo = c
-		} else {
-			hi = c
-		}
-	}
-
-	// Bisection to integer concurrency.
-	for hi > 0 && hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		ok, err := run(mid)
-		if err != nil {
-			return knee.Profile{}, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
+	lo, hi := search.Bracket()
 
 	info := cfg.Workload.Info()
 	p := knee.Profile{
@@ -211,10 +190,13 @@ func FindKnee(ctx context.Context, cfg KneeConfig) (knee.Profile, error) {
 	if len(cfg.MixScales) == 0 {
 		return p, nil
 	}
-	p, err := withMixModel(ctx, cfg, p)
+	p, err = withMixModel(ctx, cfg, p)
 	p.Sweep.FinishedAt = clock().UTC()
 	return p, err
 }
+
+// integerPrecision makes measure.Search refine to a bracket of width 1.
+const integerPrecision = 1e-9
 
 // levelSeed derives a level's workload seed from the run's seed, so every
 // level has its own reproducible stream (splitmix64 finaliser).

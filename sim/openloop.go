@@ -177,7 +177,7 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 	lv.KeptSLO = knee.KeptSLO(lv.TTFT, lv.TPOT, cfg.SLO, ol.SLOWindow, lv.SteadyFrom.Add(ol.Tick), lv.End, ol.Tick)
 	sec := ol.Steady.Seconds()
 	lv.GoodShare = goodShare(lv.Window, cfg.SLO)
-	pt := summarize(lv.Window, float64(tokens)/sec, sec, cfg.SLO)
+	pt := summarize(lv.Window, float64(tokens)/sec, sec, cfg.SLO).Point
 	pt.Concurrency = math.Round(acc.inFlight/sec*1e3) / 1e3
 	pt.GoodputTokensPerSecond = pt.OutputTokensPerSecond * lv.GoodShare
 	pt.KVCacheUsage = min(acc.kvArea/sec, 1)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 )
 
 // LevelConfig is one closed-loop measurement at a fixed concurrency.
@@ -31,6 +32,11 @@ type LevelConfig struct {
 	// OnCompletion, when set, is called after every completed request with
 	// the number completed so far (warm-up included); for progress bars.
 	OnCompletion func(done int)
+	// Early lets the level stop before its window fills when its verdict
+	// is already clear (the zero value never does); MayScreen is the
+	// search's permission to stop on a screening window.
+	Early     measure.Early
+	MayScreen bool
 }
 
 // DefaultWarmup is the warm-up for concurrency c: every worker turns over
@@ -64,6 +70,11 @@ type Level struct {
 	PromptMismatch, OutputShort int
 	// MetricProblems say why engine or GPU figures are missing.
 	MetricProblems []string
+	// Stopped says whether the sequential rule ended the level before its
+	// window filled (measure.Breaks or measure.Screened), and StoppedWhy
+	// says so with the rule's confidence.
+	Stopped    measure.Verdict
+	StoppedWhy string
 }
 
 // collectorState gathers one level's results from many workers.
@@ -77,6 +88,7 @@ type levelCollector struct {
 	opened      chan struct{}
 	full        chan struct{}
 	onDone      func(int)
+	tally       *measure.Tally
 }
 
 func (lc *levelCollector) add(r Result) {
@@ -94,8 +106,9 @@ func (lc *levelCollector) add(r Result) {
 	case lc.done > lc.warmup:
 		lc.results = append(lc.results, r)
 		lc.last = now
-		if len(lc.results) == lc.win {
+		if lc.tally.Add(sample(r)) != measure.Undecided || len(lc.results) == lc.win {
 			close(lc.full)
+			lc.win = len(lc.results) // later results are not measured
 		}
 	}
 	if lc.onDone != nil {
@@ -118,7 +131,11 @@ func RunLevel(ctx context.Context, client *Client, cfg LevelConfig) (Level, erro
 	if warm <= 0 {
 		warm = DefaultWarmup(cfg.Concurrency)
 	}
-	lc := &levelCollector{warmup: warm, win: cfg.Window, opened: make(chan struct{}), full: make(chan struct{}), onDone: cfg.OnCompletion}
+	if err := cfg.Early.Validate(); err != nil {
+		return Level{}, err
+	}
+	lc := &levelCollector{warmup: warm, win: cfg.Window, opened: make(chan struct{}), full: make(chan struct{}),
+		onDone: cfg.OnCompletion, tally: cfg.Early.Start(cfg.SLO, cfg.MayScreen)}
 	var smp *sampler
 	if cfg.Metrics.enabled() {
 		smp = cfg.Metrics.start(ctx)
@@ -177,8 +194,14 @@ func RunLevel(ctx context.Context, client *Client, cfg LevelConfig) (Level, erro
 		Point: st.point, Margin: st.margin, TTFTAtQuantile: st.ttftQ, TPOTAtQuantile: st.tpotQ,
 		Errors: st.errors, Duration: d, Results: results, CutShort: cutShort,
 		PromptMismatch: st.promptMismatch, OutputShort: st.outputShort,
+		Stopped: lc.tally.Verdict(), StoppedWhy: lc.tally.Reason(),
 	}
 	lv.Point.Concurrency = float64(cfg.Concurrency)
+	if lv.Stopped == measure.Breaks {
+		// The test's verdict stands even if the short window's sample
+		// quantile happens to sit under the threshold.
+		lv.Point.MeetsSLO = false
+	}
 	var e2e time.Duration
 	for _, r := range results {
 		if r.Err == nil {

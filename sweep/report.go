@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 )
 
 // ReportInfo is what the report says about the run besides the levels.
@@ -133,6 +134,9 @@ func seconds(s float64) string {
 
 // verdict says whether a level met the SLO and, if not, what broke it.
 func verdict(lv Level, slo knee.SLO) string {
+	if lv.Point.MeetsSLO && lv.Stopped == measure.Screened {
+		return "✓ met (screened)"
+	}
 	if lv.Point.MeetsSLO {
 		return "✓ met"
 	}
@@ -150,6 +154,9 @@ func verdict(lv Level, slo knee.SLO) string {
 	if lv.Point.Requests == 0 {
 		why = append(why, "no request completed")
 	}
+	if lv.Stopped == measure.Breaks {
+		why = append(why, "stopped early")
+	}
 	return "✗ " + strings.Join(why, ", ")
 }
 
@@ -161,6 +168,9 @@ func reportNotes(out *Outcome) []string {
 		mismatch += lv.PromptMismatch
 		short += lv.OutputShort
 		total += lv.Point.Requests
+		if lv.StoppedWhy != "" {
+			notes = append(notes, fmt.Sprintf("concurrency %s: %s.", formatConcurrency(lv.Point.Concurrency), lv.StoppedWhy))
+		}
 		if lv.CutShort {
 			notes = append(notes, fmt.Sprintf("concurrency %s: the level timeout ended it after %d requests, before its window filled", formatConcurrency(lv.Point.Concurrency), len(lv.Results)))
 		}

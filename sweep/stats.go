@@ -2,16 +2,15 @@ package sweep
 
 import (
 	"math"
-	"slices"
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 )
 
-// MaxErrorRate is the share of failed requests above which a level counts as
-// past the knee whatever its latencies: a replica shedding load is not
-// meeting its SLO.
-const MaxErrorRate = 0.01
+// MaxErrorRate is measure.MaxErrorRate: the share of failed requests above
+// which a level counts as past the knee whatever its latencies.
+const MaxErrorRate = measure.MaxErrorRate
 
 // windowStats is what the requests of one level's steady-state window say,
 // before the engine metrics are added.
@@ -27,23 +26,29 @@ type windowStats struct {
 	promptMismatch, outputShort int
 }
 
-// summarize turns a window's results into a profile point. Per request,
-// TTFT runs from sending the request to the first content chunk and TPOT is
-// (E2E − TTFT) ÷ (output tokens − 1), both as vllm bench defines them, with
-// token counts from the response's usage. Throughput is the output tokens
-// of the window's successful requests ÷ the window's length; goodput counts
-// only the tokens of requests that met every SLO threshold (a single-token
-// request has no TPOT and is judged on TTFT), as vllm bench's goodput does.
-// The level meets the SLO when the SLO quantile of TTFT and of TPOT are
-// within their thresholds and at most MaxErrorRate of the requests failed.
+// sample is a request's result as the measurement engine judges it: TTFT
+// from sending the request to the first content chunk and TPOT (E2E −
+// TTFT) ÷ (output tokens − 1), both as vllm bench defines them, with token
+// counts from the response's usage.
+func sample(r Result) measure.Sample {
+	if r.Err != nil {
+		return measure.Sample{Failed: true}
+	}
+	tpot, has := r.TPOT()
+	return measure.Sample{TTFT: r.TTFT, TPOT: tpot, HasTPOT: has, OutputTokens: r.OutputTokens}
+}
+
+// summarize turns a window's results into a profile point by the
+// measurement engine's one rule (measure.Summarize): throughput is the
+// output tokens of the window's successful requests ÷ the window's length,
+// goodput counts only the tokens of requests that met every SLO threshold,
+// and errors count against the level.
 func summarize(results []Result, d time.Duration, slo knee.SLO) windowStats {
 	var st windowStats
-	ttfts := make([]float64, 0, len(results))
-	tpots := make([]float64, 0, len(results))
-	var tokens, good int
-	for _, r := range results {
+	samples := make([]measure.Sample, len(results))
+	for i, r := range results {
+		samples[i] = sample(r)
 		if r.Err != nil {
-			st.errors++
 			continue
 		}
 		if r.PromptTokens != r.Request.PromptTokens {
@@ -52,40 +57,10 @@ func summarize(results []Result, d time.Duration, slo knee.SLO) windowStats {
 		if r.OutputTokens < r.Request.MaxTokens {
 			st.outputShort++
 		}
-		ttft := r.TTFT.Seconds()
-		ttfts = append(ttfts, ttft)
-		ok := ttft <= slo.TTFT.Seconds()
-		if tpot, has := r.TPOT(); has {
-			tpots = append(tpots, tpot.Seconds())
-			ok = ok && tpot.Seconds() <= slo.TPOT.Seconds()
-		}
-		tokens += r.OutputTokens
-		if ok {
-			good += r.OutputTokens
-		}
 	}
-	slices.Sort(ttfts)
-	slices.Sort(tpots)
-	sec := d.Seconds()
-	ok := len(ttfts)
-	pt := knee.Point{Requests: ok}
-	if sec > 0 {
-		pt.RequestsPerSecond = float64(ok) / sec
-		pt.OutputTokensPerSecond = float64(tokens) / sec
-		pt.GoodputTokensPerSecond = float64(good) / sec
-	}
-	pt.TTFT = knee.Quantiles{P50: knee.SampleQuantile(ttfts, 0.5), P99: knee.SampleQuantile(ttfts, 0.99)}
-	pt.TPOT = knee.Quantiles{P50: knee.SampleQuantile(tpots, 0.5), P99: knee.SampleQuantile(tpots, 0.99)}
-	if n := len(results); n > 0 {
-		pt.ErrorRate = float64(st.errors) / float64(n)
-	}
-	st.ttftQ, st.tpotQ = knee.SampleQuantile(ttfts, slo.Quantile), knee.SampleQuantile(tpots, slo.Quantile)
-	st.margin = max(st.ttftQ/slo.TTFT.Seconds(), st.tpotQ/slo.TPOT.Seconds())
-	if ok == 0 {
-		st.margin = math.Inf(1)
-	}
-	pt.MeetsSLO = ok > 0 && st.margin <= 1 && pt.ErrorRate <= MaxErrorRate
-	st.point = pt
+	sum := measure.Summarize(samples, d, -1, slo)
+	st.point, st.margin, st.errors = sum.Point, sum.Margin, sum.Errors
+	st.ttftQ, st.tpotQ = sum.TTFTAtQuantile, sum.TPOTAtQuantile
 	return st
 }
 

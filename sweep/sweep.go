@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 	"github.com/kneewatch/kneewatch/workload"
 )
 
@@ -85,6 +86,16 @@ type Config struct {
 	// MaxModelLen caps a scaled mix's longest request (prompt plus
 	// output), as the server's --max-model-len does; 0 means no cap.
 	MaxModelLen int
+	// Early is the sequential rule that lets a level stop before its window
+	// fills (nil means measure.DefaultEarly; the zero Early never stops early).
+	Early *measure.Early
+}
+
+func (cfg *Config) early() measure.Early {
+	if cfg.Early == nil {
+		return measure.DefaultEarly
+	}
+	return *cfg.Early
 }
 
 // Outcome is what a sweep measured.
@@ -127,10 +138,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	log := cfg.Logger
 	clock := cfg.Clock
-	search, err := NewSearch(cfg.MaxConcurrency, cfg.Precision, cfg.MaxLevels)
+	search, err := measure.NewSearch(cfg.MaxConcurrency, cfg.Precision, cfg.MaxLevels)
 	if err != nil {
 		return nil, err
 	}
+	search.StopWhenSaturated = true
 	target, err := Preflight(ctx, cfg.Client, cfg.Metrics, cfg.MetricsGuessed)
 	for _, w := range target.Warnings {
 		log.Warn(w)
@@ -144,10 +156,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	out := &Outcome{Target: target, Started: clock()}
 	ramp := target.Probe.E2E
 	for {
-		c, ok := search.Next()
+		step, ok := search.Next()
 		if !ok {
 			break
 		}
+		c := step.Concurrency
 		window := WindowRequests(c, cfg.MinRequests)
 		warm := cfg.Warmup
 		if warm <= 0 {
@@ -157,6 +170,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		lv, err := RunLevel(ctx, cfg.Client, LevelConfig{
 			Concurrency: c, Warmup: warm, Window: window, Ramp: ramp, Timeout: cfg.LevelTimeout,
 			Next: cfg.nextFunc(c), SLO: cfg.SLO, Metrics: cfg.Metrics, OnCompletion: cfg.Progress.Update,
+			Early: cfg.early(), MayScreen: step.MayScreen,
 		})
 		cfg.Progress.EndLevel()
 		if err != nil {
@@ -169,7 +183,8 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		}
 		out.Levels = append(out.Levels, lv)
 		logLevel(log, cfg.SLO, lv)
-		search.Record(c, lv.Point.MeetsSLO, lv.Margin, lv.Point.OutputTokensPerSecond)
+		search.Record(c, measure.Outcome{Good: lv.Point.MeetsSLO, Margin: lv.Margin,
+			TokensPerSecond: lv.Point.OutputTokensPerSecond, Screened: lv.Stopped == measure.Screened})
 		if lv.MeanE2E > 0 {
 			ramp = lv.MeanE2E
 		}
@@ -221,6 +236,9 @@ func (cfg *Config) defaults() error {
 	}
 	if err := cfg.OpenLoop.defaults(); err != nil {
 		return err
+	}
+	if err := cfg.early().Validate(); err != nil {
+		return fmt.Errorf("sweep: %w", err)
 	}
 	if cfg.MaxConcurrency == 0 {
 		cfg.MaxConcurrency = DefaultMaxConcurrency
@@ -290,6 +308,9 @@ func logLevel(log *slog.Logger, slo knee.SLO, lv Level) {
 	}
 	if lv.CutShort {
 		attrs = append(attrs, "cut_short", true)
+	}
+	if lv.StoppedWhy != "" {
+		attrs = append(attrs, "stopped_early", lv.StoppedWhy)
 	}
 	log.Info("level measured", attrs...)
 	for _, p := range lv.MetricProblems {

@@ -44,7 +44,7 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"mixModel the knee moves with when live traffic's mean prompt or output drifts; empty: none")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kneewatch sim knee --slo-ttft D --slo-tpot D [flags]")
-		fmt.Fprintln(stderr, "\nRuns the simulator closed-loop in virtual time at concurrency 1, 2, 4, … and bisects to")
+		fmt.Fprintln(stderr, "\nRuns the simulator closed-loop in virtual time at concurrency 1, 2, 4, … and refines to")
 		fmt.Fprintln(stderr, "the largest concurrency meeting both SLO quantiles; prints the knee profile as YAML.")
 		fmt.Fprintln(stderr, "\n--arrivals closed-loop (default) measures the knee as vllm bench --max-concurrency does:")
 		fmt.Fprintln(stderr, "each client sends its next request when its last one ends, so clients pace themselves by")

@@ -1,4 +1,4 @@
-package sweep
+package measure
 
 import (
 	"math"
@@ -15,10 +15,11 @@ type curve func(c int) (margin, tokensPerSecond float64)
 func runSearch(t *testing.T, s *Search, f curve) (levels []int, lo int) {
 	t.Helper()
 	for {
-		c, ok := s.Next()
+		step, ok := s.Next()
 		if !ok {
 			break
 		}
+		c := step.Concurrency
 		for _, seen := range levels {
 			if seen == c {
 				t.Fatalf("concurrency %d measured twice (levels %v)", c, levels)
@@ -29,7 +30,7 @@ func runSearch(t *testing.T, s *Search, f curve) (levels []int, lo int) {
 			t.Fatalf("the search does not end: %v", levels)
 		}
 		m, tput := f(c)
-		s.Record(c, m <= 1, m, tput)
+		s.Record(c, Outcome{Good: m <= 1, Margin: m, TokensPerSecond: tput})
 	}
 	lo, _ = s.Bracket()
 	return levels, lo
@@ -124,6 +125,7 @@ func TestSearchStopsWhereTheSpecSaysTo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			s.StopWhenSaturated = true
 			levels, lo := runSearch(t, s, tc.f)
 			if len(levels) != len(tc.wantLevels) {
 				t.Fatalf("levels %v, want %v", levels, tc.wantLevels)
@@ -161,5 +163,102 @@ func TestSearchRejectsBadSettings(t *testing.T) {
 		if _, err := NewSearch(tc.maxC, tc.precision, tc.maxLevels); err == nil || err.Error() != tc.want {
 			t.Errorf("NewSearch(%d, %v, %d) = %v, want %q", tc.maxC, tc.precision, tc.maxLevels, err, tc.want)
 		}
+	}
+}
+
+// screeningCurve is a replica whose margin crosses 1 at knee; levels at or
+// below screenBelow stop on a screening window, and screenWrong levels
+// screen as good but break when measured in full.
+func runScreened(t *testing.T, s *Search, margin func(c int) float64, screenBelow float64, screenWrong map[int]bool) (steps []Step) {
+	t.Helper()
+	for {
+		step, ok := s.Next()
+		if !ok {
+			return steps
+		}
+		steps = append(steps, step)
+		if len(steps) > 40 {
+			t.Fatalf("the search does not end: %v", steps)
+		}
+		c := step.Concurrency
+		m := margin(c)
+		if step.MayScreen && (m <= screenBelow || screenWrong[c]) {
+			s.Record(c, Outcome{Good: true, Margin: min(m, screenBelow), TokensPerSecond: linearThroughput(c), Screened: true})
+			continue
+		}
+		s.Record(c, Outcome{Good: m <= 1, Margin: m, TokensPerSecond: linearThroughput(c)})
+	}
+}
+
+func TestSearchConfirmsAScreenedLevelBeforeTheKneeRestsOnIt(t *testing.T) {
+	// A cliff at 8: levels 1–8 have margin 0.3 and screen, 9 and up break.
+	cliff := func(c int) float64 {
+		if c <= 8 {
+			return 0.3
+		}
+		return 4
+	}
+	s, err := NewSearch(256, 0.1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := runScreened(t, s, cliff, 0.5, nil)
+	last := steps[len(steps)-1]
+	if !last.Confirm || last.Concurrency != 8 {
+		t.Errorf("last step %+v, want the full confirmation of 8 (steps %v)", last, steps)
+	}
+	if lo, hi := s.Bracket(); lo != 8 || hi != 9 {
+		t.Errorf("bracket [%d, %d), want [8, 9)", lo, hi)
+	}
+	if s.KneeScreened() {
+		t.Errorf("the knee rests on a screened level after its confirmation")
+	}
+	if got := s.Screened(); len(got) != 3 || got[2] != 4 {
+		t.Errorf("screened levels %v, want [1 2 4] (8 confirmed, the rest past the break)", got)
+	}
+	if !strings.HasPrefix(s.Done(), "refined: the knee is in [8, 9)") {
+		t.Errorf("reason %q", s.Done())
+	}
+}
+
+func TestSearchRefinesBelowAScreenedLevelThatBreaksInFull(t *testing.T) {
+	// The truth: margin crosses 1 at 5.5. Level 8 screened as good (a
+	// lucky short window); 16 breaks; refinement converges on 8's side and
+	// its confirmation breaks, so the search refines down to [5, 6).
+	margin := func(c int) float64 { return float64(c) / 5.5 }
+	s, err := NewSearch(256, 0.1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := runScreened(t, s, margin, 0.5, map[int]bool{4: true, 8: true})
+	if lo, hi := s.Bracket(); lo != 5 || hi != 6 {
+		t.Errorf("bracket [%d, %d), want [5, 6) (steps %v)", lo, hi, steps)
+	}
+	confirmed := 0
+	for _, st := range steps {
+		if st.Confirm {
+			confirmed++
+		}
+	}
+	if confirmed == 0 {
+		t.Errorf("no level was confirmed (steps %v)", steps)
+	}
+	if s.KneeScreened() {
+		t.Errorf("the knee rests on a screened level")
+	}
+}
+
+func TestSearchMeasuresPastTheBreakForTheCurve(t *testing.T) {
+	s, err := NewSearch(256, 0.01, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.PastBreak = 1
+	levels, lo := runSearch(t, s, func(c int) (float64, float64) { return float64(c) / 20.5, linearThroughput(c) })
+	if lo != 20 {
+		t.Errorf("knee %d, want 20 (levels %v)", lo, levels)
+	}
+	if levels[5] != 32 || levels[6] != 64 {
+		t.Errorf("levels %v, want 32 (the break) then 64 (one past it)", levels)
 	}
 }

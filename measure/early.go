@@ -1,0 +1,210 @@
+package measure
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// Early says when a level may stop before its window fills. Two rules, each
+// with what it costs stated:
+//
+//   - Breaking early is a one-sided binomial test. Were the level within
+//     its SLO, at most a share 1 − q of its requests would exceed a
+//     threshold (q the SLO quantile), and at most MaxErrorRate would fail.
+//     A level stops as breaking when the count it has seen would then have
+//     probability below Alpha. Alpha is the size of one look; over a whole
+//     200-request window looked at after every request, a level exactly at
+//     its SLO's edge is cut short about three times as often (0.09% with
+//     DefaultEarly, measured by TestEarlyBreakRarelyCutsALevelWithinItsSLO),
+//     and a level clearly within it far less.
+//   - Screening stops a level of the doubling phase as provisionally good
+//     after ScreenRequests requests whose SLO quantile is within
+//     ScreenMargin of the thresholds, with none failed. No test at that
+//     size can confirm a p99, so the verdict is provisional: it rests on
+//     monotonicity (latency does not fall as concurrency rises) and a higher
+//     level meeting the SLO in full, and the search measures a screened level
+//     in full before a knee may rest on it (see Search).
+//
+// The zero Early stops nothing early.
+type Early struct {
+	// Alpha is the test's size; 0 turns breaking early off.
+	Alpha float64
+	// MinRequests is the fewest requests any early verdict is drawn from
+	// (0 means 20).
+	MinRequests int
+	// ScreenRequests and ScreenMargin make the screening rule; 0 requests
+	// turns it off.
+	ScreenRequests int
+	ScreenMargin   float64
+}
+
+// DefaultEarly is what `kneewatch sweep` uses: about 1 in 1,000 levels at
+// their SLO's very edge is cut short as breaking, and a level far below the knee
+// (its slowest of 50 requests within half the thresholds) is screened.
+var DefaultEarly = Early{Alpha: 0.0003, MinRequests: 20, ScreenRequests: 50, ScreenMargin: 0.5}
+
+// Validate names the first bad setting.
+func (e Early) Validate() error {
+	switch {
+	case !(e.Alpha >= 0 && e.Alpha < 1):
+		return fmt.Errorf("early stopping: alpha must be in [0,1), got %v", e.Alpha)
+	case e.MinRequests < 0:
+		return fmt.Errorf("early stopping: min requests must be ≥ 0, got %d", e.MinRequests)
+	case e.ScreenRequests < 0:
+		return fmt.Errorf("early stopping: screen requests must be ≥ 0, got %d", e.ScreenRequests)
+	case e.ScreenRequests > 0 && !(e.ScreenMargin > 0 && e.ScreenMargin < 1):
+		return fmt.Errorf("early stopping: screen margin must be in (0,1), got %v", e.ScreenMargin)
+	}
+	return nil
+}
+
+// Verdict is what a Tally decided so far.
+type Verdict int
+
+const (
+	// Undecided: keep measuring until the window fills.
+	Undecided Verdict = iota
+	// Breaks: the level is past the knee, with the test's confidence.
+	Breaks
+	// Screened: the level is provisionally within its SLO.
+	Screened
+)
+
+// Tally counts a level's window as it fills and applies Early's rules.
+type Tally struct {
+	early     Early
+	slo       knee.SLO
+	mayScreen bool
+
+	samples                    []Sample // the first ScreenRequests, for screening
+	n, failed                  int
+	ttftN, ttftSlow            int
+	tpotN, tpotSlow            int
+	verdict                    Verdict
+	reason                     string
+	lastTTFT, lastTPOT, lastEr int // counts at the last test, so it runs only when one grows
+}
+
+// Start begins a level's tally; mayScreen is the search's Step.MayScreen.
+func (e Early) Start(slo knee.SLO, mayScreen bool) *Tally {
+	if e.MinRequests == 0 {
+		e.MinRequests = 20
+	}
+	return &Tally{early: e, slo: slo, mayScreen: mayScreen && e.ScreenRequests > 0}
+}
+
+// Add counts one window request and returns the verdict so far; once it is
+// not Undecided it stays.
+func (t *Tally) Add(s Sample) Verdict {
+	if t.verdict != Undecided {
+		return t.verdict
+	}
+	t.n++
+	switch {
+	case s.Failed:
+		t.failed++
+	default:
+		t.ttftN++
+		if s.TTFT > t.slo.TTFT.D() {
+			t.ttftSlow++
+		}
+		if s.HasTPOT {
+			t.tpotN++
+			if s.TPOT > t.slo.TPOT.D() {
+				t.tpotSlow++
+			}
+		}
+	}
+	if t.mayScreen && len(t.samples) < t.early.ScreenRequests {
+		t.samples = append(t.samples, s)
+	}
+	if t.n < t.early.MinRequests {
+		return Undecided
+	}
+	if t.early.Alpha > 0 && (t.ttftSlow > t.lastTTFT || t.tpotSlow > t.lastTPOT || t.failed > t.lastEr || t.n == t.early.MinRequests) {
+		t.lastTTFT, t.lastTPOT, t.lastEr = t.ttftSlow, t.tpotSlow, t.failed
+		allowed := 1 - t.slo.Quantile
+		for _, c := range []struct {
+			what       string
+			slow, of   int
+			share      float64
+			thresholds string
+		}{
+			{"exceeded the TTFT threshold", t.ttftSlow, t.ttftN, allowed, t.slo.TTFT.String()},
+			{"exceeded the TPOT threshold", t.tpotSlow, t.tpotN, allowed, t.slo.TPOT.String()},
+			{"failed", t.failed, t.n, MaxErrorRate, ""},
+		} {
+			if c.slow == 0 {
+				continue
+			}
+			if p := BinomialTail(c.of, c.slow, c.share); p < t.early.Alpha {
+				what := c.what
+				if c.thresholds != "" {
+					what += " of " + c.thresholds
+				}
+				t.verdict = Breaks
+				t.reason = fmt.Sprintf("stopped early after %d requests: %d of %d %s; were the level within its SLO (at most %.3g%% of them), that many would be seen with probability %.2g, under the test's %g",
+					t.n, c.slow, c.of, what, 100*c.share, p, t.early.Alpha)
+				return t.verdict
+			}
+		}
+	}
+	if t.mayScreen && t.n == t.early.ScreenRequests && t.failed == 0 {
+		if m := Summarize(t.samples, 0, 0, t.slo).Margin; m <= t.early.ScreenMargin {
+			t.verdict = Screened
+			t.reason = fmt.Sprintf("screened after %d requests: their %s latency is at most %.2f of the SLO (under %.2f); the good verdict rests on a higher level meeting the SLO in full",
+				t.n, quantileName(t.slo.Quantile), m, t.early.ScreenMargin)
+		}
+	}
+	return t.verdict
+}
+
+// Verdict is the verdict so far.
+func (t *Tally) Verdict() Verdict { return t.verdict }
+
+// Reason says why the level stopped early ("" while Undecided).
+func (t *Tally) Reason() string { return t.reason }
+
+// BinomialTail is P(X ≥ k) for X ~ Binomial(n, p).
+func BinomialTail(n, k int, p float64) float64 {
+	switch {
+	case k <= 0:
+		return 1
+	case k > n:
+		return 0
+	case p <= 0:
+		return 0
+	case p >= 1:
+		return 1
+	}
+	lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
+	logTerm := lg(n) - lg(k) - lg(n-k) + float64(k)*math.Log(p) + float64(n-k)*math.Log1p(-p)
+	term := math.Exp(logTerm)
+	sum := term
+	for i := k; i < n; i++ {
+		term *= float64(n-i) / float64(i+1) * p / (1 - p)
+		sum += term
+		if term < sum*1e-16 {
+			break
+		}
+	}
+	return min(sum, 1)
+}
+
+// quantileName writes 0.99 as "p99" and 0.999 as "p99.9".
+func quantileName(q float64) string {
+	return "p" + trimFloat(q*100)
+}
+
+func trimFloat(x float64) string {
+	s := fmt.Sprintf("%.4f", x)
+	for s[len(s)-1] == '0' {
+		s = s[:len(s)-1]
+	}
+	if s[len(s)-1] == '.' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
