@@ -71,27 +71,33 @@ func (s PoissonSearch) Validate() error {
 }
 
 // RateSearch decides which steady Poisson request rate to try next, as a
-// fraction of the closed-loop knee's request rate. It tries Low first
-// (which must keep the SLO: otherwise there is no open-loop knee to report),
-// then 1 (the closed-loop knee's own rate), then bisects between the best
-// kept fraction and the lowest broken one for Steps halvings. A kept 1 ends
-// the search at once: the bisection never goes above the closed-loop
-// knee, whose rate is what a replica sustains with its clients pacing
-// themselves; Poisson bunching can only cost, not add.
+// fraction of the closed-loop knee's request rate. It tries 1 (the
+// closed-loop knee's own rate) first, then bisects between the best kept
+// fraction (Low while none has kept) and the lowest broken one for Steps
+// halvings. A kept 1 ends the search at once: the bisection never goes
+// above the closed-loop knee, whose rate is what a replica sustains with
+// its clients pacing themselves; Poisson bunching can only cost, not add.
+//
+// Low itself is tried only when no halving kept the SLO, last: a trial at
+// a fifth of the knee's rate is the longest of all when trials are sized by
+// the requests they need, and the bisection's first midpoint already tells
+// whether the open-loop knee lies in the upper half, where it almost always
+// does. When Low breaks too, there is no open-loop knee to report.
 //
 // RateSearch is pure: it never measures anything itself.
 type RateSearch struct {
 	Low   float64
 	Steps int
 
-	trials int
-	next   float64
-	lo, hi float64 // best kept, lowest broken (0 while unknown)
-	done   bool
-	reason string
+	trials     int
+	next       float64
+	lo, hi     float64 // best kept, lowest broken (0 while unknown)
+	testingLow bool
+	done       bool
+	reason     string
 }
 
-// NewRateSearch validates the settings and returns a search starting at low.
+// NewRateSearch validates the settings and returns a search starting at 1.
 func NewRateSearch(low float64, steps int) (*RateSearch, error) {
 	switch {
 	case !(low > 0 && low < 1):
@@ -99,7 +105,7 @@ func NewRateSearch(low float64, steps int) (*RateSearch, error) {
 	case steps < 0:
 		return nil, fmt.Errorf("the open-loop search's halvings must be ≥ 0, got %d", steps)
 	}
-	return &RateSearch{Low: low, Steps: steps, next: low}, nil
+	return &RateSearch{Low: low, Steps: steps, next: 1}, nil
 }
 
 // Next returns the fraction to try next, or false when the search is over.
@@ -120,16 +126,18 @@ func (s *RateSearch) Record(kept bool) {
 		s.hi = f
 	}
 	switch {
-	case s.trials == 1 && !kept:
+	case s.testingLow && kept:
+		s.finish(fmt.Sprintf("the SLO held only at the low end, %g× the closed-loop knee's rate", f))
+	case s.testingLow:
 		s.finish(fmt.Sprintf("the SLO breaks even at %g× the closed-loop knee's rate", f))
-	case s.trials == 1:
-		s.next = 1
-	case s.trials == 2 && kept:
+	case s.trials == 1 && kept:
 		s.finish("the SLO held at the closed-loop knee's rate")
-	case s.trials-2 >= s.Steps:
+	case s.trials-1 >= s.Steps && s.lo == 0:
+		s.testingLow, s.next = true, s.Low
+	case s.trials-1 >= s.Steps:
 		s.finish(fmt.Sprintf("after %d halvings the SLO held at %g× and broke at %g× the closed-loop knee's rate", s.Steps, s.lo, s.hi))
 	default:
-		s.next = (s.lo + s.hi) / 2
+		s.next = (max(s.lo, s.Low) + s.hi) / 2
 	}
 }
 
@@ -139,7 +147,7 @@ func (s *RateSearch) Best() float64 { return s.lo }
 // Done reports why the search ended ("" while it runs).
 func (s *RateSearch) Done() string { return s.reason }
 
-// MaxTrials is how many trials a full search runs: Low, 1 and the halvings.
+// MaxTrials is how many trials a search runs at most: 1, the halvings and Low.
 func (s *RateSearch) MaxTrials() int { return 2 + s.Steps }
 
 func (s *RateSearch) finish(reason string) { s.done, s.reason = true, reason }

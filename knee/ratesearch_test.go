@@ -37,16 +37,18 @@ func TestRateSearchBisectsBetweenLowAndTheClosedLoopKneesRate(t *testing.T) {
 		tried     []float64
 		best      float64
 	}{
-		{"a replica keeping the SLO to 0.86× tries low, 1, then five halvings", 0.2, 5, 0.86,
-			[]float64{0.2, 1, 0.6, 0.8, 0.9, 0.85, 0.875}, 0.85},
+		{"a replica keeping the SLO to 0.86× tries 1, then five halvings, never low", 0.2, 5, 0.86,
+			[]float64{1, 0.6, 0.8, 0.9, 0.85, 0.875}, 0.85},
 		{"a replica keeping the SLO to 0.59× ends within a halving's width of it", 0.2, 5, 0.59,
-			[]float64{0.2, 1, 0.6, 0.4, 0.5, 0.55, 0.575}, 0.575},
-		{"a replica keeping the SLO at the closed-loop knee's rate stops after two trials", 0.2, 5, 1,
-			[]float64{0.2, 1}, 1},
-		{"a replica breaking the SLO at the low rate stops at once with no knee", 0.2, 5, 0.1,
-			[]float64{0.2}, 0},
-		{"no halvings: low and 1 only", 0.3, 0, 0.5,
-			[]float64{0.3, 1}, 0.3},
+			[]float64{1, 0.6, 0.4, 0.5, 0.55, 0.575}, 0.575},
+		{"a replica keeping the SLO at the closed-loop knee's rate stops after one trial", 0.2, 5, 1,
+			[]float64{1}, 1},
+		{"a replica keeping the SLO only near low tries low last", 0.2, 3, 0.21,
+			[]float64{1, 0.6, 0.4, 0.3, 0.2}, 0.2},
+		{"a replica breaking the SLO at the low rate ends with no knee", 0.2, 2, 0.1,
+			[]float64{1, 0.6, 0.4, 0.2}, 0},
+		{"no halvings: 1 and low only", 0.3, 0, 0.5,
+			[]float64{1, 0.3}, 0.3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := NewRateSearch(tc.low, tc.steps)

@@ -42,8 +42,8 @@ type Early struct {
 
 // DefaultEarly is what `kneewatch sweep` uses: about 1 in 1,000 levels at
 // their SLO's very edge is cut short as breaking, and a level far below the knee
-// (its slowest of 50 requests within half the thresholds) is screened.
-var DefaultEarly = Early{Alpha: 0.0003, MinRequests: 20, ScreenRequests: 50, ScreenMargin: 0.5}
+// (the SLO quantile of 30 requests, about their slowest, within half the thresholds) is screened.
+var DefaultEarly = Early{Alpha: 0.0003, MinRequests: 20, ScreenRequests: 30, ScreenMargin: 0.5}
 
 // Validate names the first bad setting.
 func (e Early) Validate() error {

@@ -35,6 +35,13 @@ type LevelConfig struct {
 	// and the mix's long tail is sampled at every slot. Virtual time makes
 	// this cheap: ~65 ms of CPU for concurrency 256.
 	WindowRequests int
+	// Early lets the level stop before its window fills, as the sweep's
+	// levels do (measure.Tally; the zero value never stops early), and
+	// MayScreen is the search's permission to screen. With them the level
+	// runs as `kneewatch sweep` would, so its Elapsed is what the sweep
+	// would spend on it at real speed.
+	Early     measure.Early
+	MayScreen bool
 }
 
 // Level is a measured level: the profile point plus the raw requests of the
@@ -50,6 +57,12 @@ type Level struct {
 	// Margin is the larger of TTFT and TPOT at the SLO quantile ÷ their
 	// thresholds (measure.Summary.Margin); the search interpolates on it.
 	Margin float64
+	// Elapsed is the level's whole length in engine time, warm-up included.
+	Elapsed time.Duration
+	// Stopped and StoppedWhy say whether Early ended the level before its
+	// window filled, and why.
+	Stopped    measure.Verdict
+	StoppedWhy string
 }
 
 // RunLevel runs the engine in virtual time at a fixed concurrency and
@@ -85,6 +98,10 @@ func RunLevel(ctx context.Context, cfg LevelConfig) (Level, error) {
 	if window <= 0 {
 		window = max(1000, 16*cfg.Concurrency)
 	}
+	if err := cfg.Early.Validate(); err != nil {
+		return Level{}, err
+	}
+	tally := cfg.Early.Start(cfg.SLO, cfg.MayScreen)
 
 	var (
 		lv      Level
@@ -156,23 +173,30 @@ func RunLevel(ctx context.Context, cfg LevelConfig) (Level, error) {
 			switch {
 			case done == warm:
 				start, inWindow = now, true
-			case inWindow:
+			case inWindow && tally.Verdict() == measure.Undecided:
 				lv.Window = append(lv.Window, r)
+				tpot, has := r.TPOT()
+				tally.Add(measure.Sample{TTFT: r.TTFT(), TPOT: tpot, HasTPOT: has, OutputTokens: r.Generated})
 			}
 			if err := submit(now); err != nil {
 				return Level{}, err
 			}
 		}
-		if inWindow && len(lv.Window) >= window {
+		if inWindow && (len(lv.Window) >= window || tally.Verdict() != measure.Undecided) {
 			break
 		}
 	}
 	lv.Duration = now.Sub(start)
+	lv.Elapsed = now.Sub(time.Unix(0, 0))
 	lv.Clamped = clamped
+	lv.Stopped, lv.StoppedWhy = tally.Verdict(), tally.Reason()
 	sec := lv.Duration.Seconds()
 	sum := summarize(lv.Window, float64(tokens)/sec, sec, cfg.SLO)
 	lv.Point, lv.Margin = sum.Point, sum.Margin
 	lv.Point.Concurrency = float64(cfg.Concurrency)
+	if lv.Stopped == measure.Breaks {
+		lv.Point.MeetsSLO = false // the test's verdict stands (see measure.Early)
+	}
 	lv.Point.KVCacheUsage = min(kvArea/sec, 1)
 	lv.Point.Running = runArea / sec
 	lv.Point.Waiting = waitArea / sec

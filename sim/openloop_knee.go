@@ -67,8 +67,8 @@ func findPoissonKnee(ctx context.Context, cfg KneeConfig, ol OpenLoopConfig, clo
 		}
 	}
 	if !(search.Best() > 0) {
-		// The search stops at once when Low breaks the SLO: the only trial.
-		lowRate := p.Sweep.RateLevels[0]
+		// The search ends with Low when nothing above it kept the SLO.
+		lowRate := p.Sweep.RateLevels[len(p.Sweep.RateLevels)-1]
 		return closed, fmt.Errorf("%w: workload %s at %g requests/s (%g× the closed-loop knee's %g requests/s at concurrency %g); "+
 			"lower the open-loop low bound or loosen the SLO", ErrOpenLoopSLOUnreachable, workloadName(closed), lowRate, ol.Low, closedRate, closed.Knee.Concurrency)
 	}

@@ -211,19 +211,24 @@ func TestFindKneePoissonBelowOneRequestInFlightIsPutOnTheCurve(t *testing.T) {
 }
 
 func TestFindKneePoissonSaysWhenEvenTheLowRateBreaksTheSLO(t *testing.T) {
-	cfg := kneeConfig(t, "llama-3.1-8b-h100", "chat", poissonChatSLO, 1, 256)
+	// A TTFT-bound SLO whose Poisson knee lies near 0.91× the closed-loop
+	// rate: with the low end at 0.95× every halving breaks, and so does the
+	// low end, tried last.
+	slo := knee.SLO{TTFT: knee.Duration(150 * time.Millisecond), TPOT: knee.Duration(time.Second), Quantile: 0.99}
+	cfg := kneeConfig(t, "llama-3.1-8b-h100", "chat", slo, 1, 256)
 	cfg.Arrivals = knee.ArrivalsPoisson
 	cfg.OpenLoop = OpenLoopConfig{Warmup: time.Minute, Steady: 4 * time.Minute, Low: 0.95}
 	prof, err := FindKnee(context.Background(), cfg)
 	if !errors.Is(err, ErrOpenLoopSLOUnreachable) {
 		t.Fatalf("got %v, want ErrOpenLoopSLOUnreachable", err)
 	}
-	want := "the SLO breaks under Poisson arrivals even at the lowest rate tried: workload chat at 60.29935 requests/s " +
-		"(0.95× the closed-loop knee's 63.473 requests/s at concurrency 243); lower the open-loop low bound or loosen the SLO"
-	if err.Error() != want {
-		t.Errorf("error:\n got %s\nwant %s", err, want)
+	for _, want := range []string{"the SLO breaks under Poisson arrivals even at the lowest rate tried: workload chat at ",
+		"(0.95× the closed-loop knee's ", "lower the open-loop low bound or loosen the SLO"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
 	}
-	if prof.Knee.Concurrency != 243 || prof.Knee.Arrivals != "" {
+	if prof.Knee.Concurrency <= 0 || prof.Knee.Arrivals != "" {
 		t.Errorf("want the closed-loop profile with the error, got knee %+v", prof.Knee)
 	}
 }

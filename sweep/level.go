@@ -40,9 +40,11 @@ type LevelConfig struct {
 }
 
 // DefaultWarmup is the warm-up for concurrency c: every worker turns over
-// about twice, so the load is at c and the staggered start has washed out
-// before the window opens.
-func DefaultWarmup(c int) int { return 2*c + 8 }
+// once, so every request in flight when the window opens was sent by this
+// level and the staggered start has washed out, plus up to 8 more. It was
+// 2c + 8; at concurrency 1 with 9-second requests that was 90 s before a
+// level's first measured request, and past 128 it was a third of a level.
+func DefaultWarmup(c int) int { return c + min(c, 8) }
 
 // Level is one measured concurrency level.
 type Level struct {

@@ -10,10 +10,20 @@ import (
 // Defaults for OpenLoopConfig fields left zero.
 const (
 	DefaultOpenLoopWarmup = time.Minute
-	DefaultOpenLoopSteady = 10 * time.Minute
-	DefaultOpenLoopTick   = 5 * time.Second
-	DefaultOpenLoopLow    = 0.2
-	DefaultOpenLoopSteps  = 5
+	// DefaultOpenLoopSteady is the shortest steady part: one SLO window, so
+	// a fast deployment's trial still shows a bad minute of bunching.
+	DefaultOpenLoopSteady = 2 * time.Minute
+	// DefaultOpenLoopRequests is how many arrivals a trial's steady part
+	// holds at least: one and a half windows of knee.MinWindowRequests, so
+	// a slow deployment's trial is judged rather than left unknown. Trials
+	// were 1 + 10 min at any rate: 77 min for a sweep whose knee serves
+	// 1 request/s, and unjudged below 0.17 request/s.
+	DefaultOpenLoopRequests = 150
+	DefaultOpenLoopTick     = 5 * time.Second
+	DefaultOpenLoopLow      = 0.2
+	// DefaultOpenLoopSteps halvings of [Low, 1] put the rate within
+	// (1 − Low) ÷ 2⁴ = 5% of the closed-loop knee's rate.
+	DefaultOpenLoopSteps = 4
 	// DefaultOutstandingFactor × the closed-loop knee concurrency is the
 	// default cap on a trial's outstanding requests.
 	DefaultOutstandingFactor = 4
@@ -30,11 +40,27 @@ type OpenLoopConfig struct {
 	// ends the trial as one that did not keep the SLO (0 means
 	// DefaultOutstandingFactor × the closed-loop knee concurrency).
 	MaxOutstanding int
+	// Requests sizes each trial's steady part: it runs until that many
+	// requests have been sent at the trial's rate, and at least Steady
+	// (0 means DefaultOpenLoopRequests).
+	Requests int
+}
+
+// SteadyFor is the steady part of a trial at rate requests/s.
+func (o OpenLoopConfig) SteadyFor(rate float64) time.Duration {
+	need := time.Duration(float64(o.Requests) / rate * float64(time.Second))
+	return max(o.Steady, need.Round(time.Second))
 }
 
 func (o *OpenLoopConfig) defaults() error {
 	if o.MaxOutstanding < 0 {
 		return fmt.Errorf("sweep: open loop: the outstanding cap must be ≥ 0 (0 = default), got %d", o.MaxOutstanding)
+	}
+	if o.Requests < 0 {
+		return fmt.Errorf("sweep: open loop: the requests per trial must be ≥ 0 (0 = default), got %d", o.Requests)
+	}
+	if o.Requests == 0 {
+		o.Requests = DefaultOpenLoopRequests
 	}
 	s, err := o.PoissonSearch.WithDefaults(knee.PoissonSearch{
 		Warmup: DefaultOpenLoopWarmup, Steady: DefaultOpenLoopSteady, Tick: DefaultOpenLoopTick,

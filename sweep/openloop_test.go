@@ -16,7 +16,8 @@ func TestTheSweepsOpenLoopSettingsTakeTheSweepsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: DefaultOpenLoopWarmup, Steady: 3 * time.Minute,
-		Tick: DefaultOpenLoopTick, SLOWindow: knee.DefaultSLOWindow, Low: DefaultOpenLoopLow, Steps: DefaultOpenLoopSteps}, MaxOutstanding: 7}
+		Tick: DefaultOpenLoopTick, SLOWindow: knee.DefaultSLOWindow, Low: DefaultOpenLoopLow, Steps: DefaultOpenLoopSteps}, MaxOutstanding: 7,
+		Requests: DefaultOpenLoopRequests}
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
 	}
@@ -29,6 +30,7 @@ func TestTheSweepRejectsBadOpenLoopSettings(t *testing.T) {
 		want string
 	}{
 		{"a negative outstanding cap", OpenLoopConfig{MaxOutstanding: -1}, "sweep: open loop: the outstanding cap must be ≥ 0 (0 = default), got -1"},
+		{"negative requests per trial", OpenLoopConfig{Requests: -3}, "sweep: open loop: the requests per trial must be ≥ 0 (0 = default), got -3"},
 		{"a low above the knee's rate", OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Low: 1.5}},
 			"sweep: open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default), got 1.5"},
 		{"a tick longer than the steady part", OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Steady: time.Second}},
@@ -39,5 +41,25 @@ func TestTheSweepRejectsBadOpenLoopSettings(t *testing.T) {
 				t.Errorf("error %v, want one saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestATrialIsSizedByTheRequestsItNeeds(t *testing.T) {
+	o := OpenLoopConfig{}
+	if err := o.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		rate float64
+		want time.Duration
+	}{
+		{50, DefaultOpenLoopSteady}, // a fast deployment: the floor, one SLO window
+		{1, 150 * time.Second},      // 150 requests at 1/s
+		{0.1, 1500 * time.Second},   // a slow one runs until it can be judged
+		{0.75, 200 * time.Second},   // 150 ÷ 0.75
+	} {
+		if got := o.SteadyFor(tc.rate); got != tc.want {
+			t.Errorf("steady part at %g requests/s: %s, want %s", tc.rate, got, tc.want)
+		}
 	}
 }

@@ -37,15 +37,16 @@ func (cfg *Config) runPoisson(ctx context.Context, out *Outcome) error {
 		maxOut = int(math.Ceil(DefaultOutstandingFactor * closed.Concurrency))
 	}
 	cfg.Logger.Info("open-loop search started", "closed_loop_knee", closed.Concurrency, "closed_loop_rate", kp.RequestsPerSecond,
-		"warmup", ol.Warmup, "steady", ol.Steady, "max_outstanding", maxOut)
+		"warmup", ol.Warmup, "min_steady", ol.Steady, "requests_per_trial", ol.Requests, "max_outstanding", maxOut)
 	trial := func(ctx context.Context, index int, rate float64) (Trial, error) {
 		seed := trialSeed(cfg.Seed, rate)
 		gen := cfg.Workload.WithSeed(levelSeed(seed, 1))
-		cfg.Progress.StartTrial(index, rate, ol.Warmup+ol.Steady)
+		steady := ol.SteadyFor(rate)
+		cfg.Progress.StartTrial(index, rate, ol.Warmup+steady)
 		defer cfg.Progress.EndTrial()
 		return RunTrial(ctx, cfg.Client, TrialConfig{
-			Rate: rate, Warmup: ol.Warmup, Steady: ol.Steady, Tick: ol.Tick, SLOWindow: ol.SLOWindow,
-			MaxOutstanding: maxOut, Seed: seed, SLO: cfg.SLO, Metrics: cfg.Metrics,
+			Rate: rate, Warmup: ol.Warmup, Steady: steady, Tick: ol.Tick, SLOWindow: ol.SLOWindow,
+			MaxOutstanding: maxOut, Seed: seed, SLO: cfg.SLO, Metrics: cfg.Metrics, StopAtBreach: true,
 			Next: func() Request {
 				w := gen.Next()
 				return Request{PromptTokens: w.PromptTokens, MaxTokens: w.OutputTokens}
@@ -131,7 +132,7 @@ func (cfg *Config) searchRate(ctx context.Context, out *Outcome, trial trialFunc
 	}
 	out.OpenLoopReason = search.Done()
 	if best < 0 {
-		tr := out.Trials[0]
+		tr := out.Trials[len(out.Trials)-1] // the low end, tried last
 		return best, fmt.Errorf("%w: %g requests/s (%g× the closed-loop knee's %g): %s", ErrPoissonUnreachable,
 			tr.Rate, tr.Fraction, out.ClosedLoopRate, tr.Breach)
 	}

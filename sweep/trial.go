@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,10 @@ type TrialConfig struct {
 	// MaxOutstanding caps the requests in flight: a request due while
 	// that many are in flight ends the trial as past the knee.
 	MaxOutstanding int
+	// StopAtBreach ends the trial at the first tick of the steady part
+	// whose windowed SLO is breached, judged on the requests back by then:
+	// the verdict is already "not kept", and the time left is saved.
+	StopAtBreach bool
 	// Seed draws the gaps between arrivals.
 	Seed uint64
 	// Next returns the next request's lengths. It is called in arrival
@@ -59,6 +64,9 @@ type Trial struct {
 	Kept bool
 	// Breach says why the trial did not keep the SLO ("" when it did).
 	Breach string
+	// StoppedAtBreach is set when the trial ended at its first breached
+	// tick (TrialConfig.StopAtBreach).
+	StoppedAtBreach bool
 	// Capped is set when the outstanding cap ended the trial, CappedAfter
 	// is when.
 	Capped      bool
@@ -119,6 +127,11 @@ func RunTrial(ctx context.Context, client *Client, cfg TrialConfig) (Trial, erro
 		reqs     []*sentRequest
 		inFlight atomic.Int64
 		wg       sync.WaitGroup
+		// finished holds the requests that came back, for judging the SLO
+		// while the trial runs; a request's fields are written before it
+		// is added, under mu.
+		mu       sync.Mutex
+		finished []*sentRequest
 	)
 	start := time.Now()
 	steadyStart := start.Add(cfg.Warmup)
@@ -134,12 +147,33 @@ func RunTrial(ctx context.Context, client *Client, cfg TrialConfig) (Trial, erro
 			}
 		}()
 	}
+	// breachedAt judges the windowed SLO at a tick on the requests back so far.
+	breachedAt := func(tick time.Time) bool {
+		mu.Lock()
+		done := slices.Clone(finished)
+		mu.Unlock()
+		ttft, tpot := latencyEvents(done)
+		return windowedSLO(ttft, tpot, cfg.SLO, cfg.SLOWindow, tick, tick, cfg.Tick).breached
+	}
 
 	t := Trial{Rate: cfg.Rate}
-	var offset time.Duration
+	gap := func() time.Duration { return time.Duration(rng.ExpFloat64() / cfg.Rate * float64(time.Second)) }
+	offset := gap()
+	tick := steadyStart
 	for {
-		offset += time.Duration(rng.ExpFloat64() / cfg.Rate * float64(time.Second))
 		due := start.Add(offset)
+		if cfg.StopAtBreach && !tick.After(due) && tick.Before(end) {
+			if !sleepUntil(ctx, tick) {
+				break
+			}
+			if breachedAt(tick) {
+				t.StoppedAtBreach = true
+				end = tick
+				break
+			}
+			tick = tick.Add(cfg.Tick)
+			continue
+		}
 		if !due.Before(end) {
 			sleepUntil(ctx, end)
 			break
@@ -159,13 +193,17 @@ func RunTrial(ctx context.Context, client *Client, cfg TrialConfig) (Trial, erro
 		go func() {
 			defer wg.Done()
 			res := client.Do(trialCtx, req)
+			mu.Lock()
 			r.done, r.res = time.Now(), res
 			r.cancelled = res.Err != nil && trialCtx.Err() != nil
+			finished = append(finished, r)
+			mu.Unlock()
 			inFlight.Add(-1)
 		}()
 		if cfg.OnProgress != nil {
 			cfg.OnProgress(time.Since(start), int(n))
 		}
+		offset += gap()
 	}
 	stopped := time.Now()
 	if ctx.Err() != nil {
@@ -248,8 +286,10 @@ func judgeTrial(t *Trial, reqs []*sentRequest, cfg TrialConfig, from, to time.Ti
 		t.Breach = fmt.Sprintf("%d requests outstanding (the cap) after %s", cfg.MaxOutstanding, t.CappedAfter.Round(time.Millisecond))
 	case t.Steady <= 0:
 		t.Breach = "the steady part never started"
-	case !knee.KeptSLO(ttft, tpot, cfg.SLO, cfg.SLOWindow, from, to, cfg.Tick):
+	case w.breached:
 		t.Breach = w.describe(q, cfg.SLO, from)
+	case w.judged == 0:
+		t.Breach = fmt.Sprintf("no tick of the steady part could be judged: fewer than %d requests completed", knee.MinWindowRequests)
 	case t.Point.ErrorRate > MaxErrorRate:
 		t.Breach = fmt.Sprintf("%.1f%% errors", 100*t.Point.ErrorRate)
 	case t.Point.Requests == 0:

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -41,9 +42,10 @@ func TestATrialsInFlightIsTheExactIntegralOverItsSteadyPart(t *testing.T) {
 	if got := tr.Point.OutputTokensPerSecond; got < 7.33 || got > 7.34 {
 		t.Errorf("output tok/s %g, want 22 ÷ 3", got)
 	}
-	// Three TTFT events are too few for a windowed p99: never judged, so kept.
-	if !tr.Kept || tr.Ticks != 4 || tr.Judged != 0 {
-		t.Errorf("kept %v (%q), ticks %d judged %d; want kept with 4 unjudged ticks", tr.Kept, tr.Breach, tr.Ticks, tr.Judged)
+	// Three TTFT events are too few for a windowed p99: never judged, so
+	// not kept (a trial too short to judge is not waved through).
+	if tr.Kept || tr.Ticks != 4 || tr.Judged != 0 || !strings.Contains(tr.Breach, "no tick of the steady part could be judged") {
+		t.Errorf("kept %v (%q), ticks %d judged %d; want not kept with 4 unjudged ticks", tr.Kept, tr.Breach, tr.Ticks, tr.Judged)
 	}
 }
 
@@ -94,7 +96,7 @@ func TestTheOutstandingCapEndsATrialAndItsRequestsAreCancelled(t *testing.T) {
 	var drawn int
 	start := time.Now()
 	tr, err := RunTrial(context.Background(), &Client{BaseURL: srv.URL + "/v1", Model: "m", Stream: true, HTTP: NewHTTPClient(8)}, TrialConfig{
-		Rate: 200, Warmup: time.Second, Steady: 30 * time.Second, Tick: time.Second, SLOWindow: time.Second,
+		Rate: 40, Warmup: time.Second, Steady: 30 * time.Second, Tick: time.Second, SLOWindow: time.Second,
 		MaxOutstanding: 5, Seed: 7, SLO: knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(time.Second), Quantile: 0.99},
 		Next: func() Request { drawn++; return Request{PromptTokens: 4, MaxTokens: 4} },
 	})
@@ -135,4 +137,36 @@ func TestATrialRejectsBadSettings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestATrialStopsAtItsFirstBreachedTick drives a server whose every first
+// token comes 30 ms late against a 10 ms TTFT SLO: with StopAtBreach the
+// trial ends at the first tick with a full window, long before its steady
+// part would, and says where it broke.
+func TestATrialStopsAtItsFirstBreachedTick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a trial of a few seconds")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		time.Sleep(30 * time.Millisecond)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\n\ndata: %s\n\ndata: %s\n\ndata: [DONE]\n\n", textChunk, textChunk, usageChunk)
+	}))
+	defer srv.Close()
+	start := time.Now()
+	tr, err := RunTrial(context.Background(), &Client{BaseURL: srv.URL + "/v1", Model: "m", Stream: true, HTTP: NewHTTPClient(64)}, TrialConfig{
+		Rate: 100, Warmup: 500 * time.Millisecond, Steady: 60 * time.Second, Tick: 200 * time.Millisecond, SLOWindow: time.Second,
+		MaxOutstanding: 50, Seed: 3, StopAtBreach: true,
+		SLO:  knee.SLO{TTFT: knee.Duration(10 * time.Millisecond), TPOT: knee.Duration(time.Second), Quantile: 0.99},
+		Next: func() Request { return Request{PromptTokens: 4, MaxTokens: 3} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if !tr.StoppedAtBreach || tr.Kept || !strings.Contains(tr.Breach, "p99 TTFT") || took > 20*time.Second {
+		t.Errorf("stopped at breach %v, kept %v, breach %q, took %s: want a stop at the first breached tick", tr.StoppedAtBreach, tr.Kept, tr.Breach, took)
+	}
+	t.Logf("stopped after %s (steady %s of 60s): %s", took.Round(time.Millisecond), tr.Steady.Round(time.Millisecond), tr.Breach)
 }

@@ -32,7 +32,7 @@ func latencyEvents(reqs []*sentRequest) (ttft, tpot []knee.LatencyEvent) {
 
 // windowedVerdict is the windowed SLO walked tick by tick: how many ticks
 // could be judged and the first breach, for saying why a trial failed.
-// The verdict itself is knee.KeptSLO's; this walks the same windows.
+// It is the trial's verdict: knee.KeptSLO's rule with unbounded windows.
 type windowedVerdict struct {
 	ticks, judged int
 	breached      bool
@@ -40,9 +40,14 @@ type windowedVerdict struct {
 	ttft, tpot    float64 // the windowed percentiles at the first breach
 }
 
+//
+// A trial's windows reach back as far as they must to hold
+// knee.MinWindowRequests requests (no stretch bound): a trial is sized to
+// hold enough requests, so at a low rate every tick is judged rather than
+// left unknown and waved through.
 func windowedSLO(ttft, tpot []knee.LatencyEvent, slo knee.SLO, width time.Duration, from, to time.Time, step time.Duration) windowedVerdict {
-	tw := &knee.WindowedQuantile{Events: ttft, Width: width, Q: slo.Quantile}
-	pw := &knee.WindowedQuantile{Events: tpot, Width: width, Q: slo.Quantile}
+	tw := &knee.WindowedQuantile{Events: ttft, Width: width, Q: slo.Quantile, MaxStretch: -1}
+	pw := &knee.WindowedQuantile{Events: tpot, Width: width, Q: slo.Quantile, MaxStretch: -1}
 	var v windowedVerdict
 	for at := from; !at.After(to); at = at.Add(step) {
 		v.ticks++

@@ -111,7 +111,8 @@ func TestSimKneeWithPoissonArrivalsPrintsAPoissonKnee(t *testing.T) {
 		t.Fatalf("the profile does not validate: %v", err)
 	}
 	k := prof.Knee
-	if k.ClosedLoopConcurrency != 16 || len(prof.Sweep.RateLevels) != 2 || k.RequestsPerSecond != prof.Sweep.RateLevels[1] || !(k.Concurrency > 0 && k.Concurrency <= 16) {
+	// The 1× rate is tried first, and keeps: one trial.
+	if k.ClosedLoopConcurrency != 16 || len(prof.Sweep.RateLevels) != 1 || k.RequestsPerSecond != prof.Sweep.RateLevels[0] || !(k.Concurrency > 0 && k.Concurrency <= 16) {
 		// In flight at the 1× rate can exceed the curve's last point; the
 		// knee is then put at that end (16).
 		t.Errorf("knee %+v, rate levels %v: want the 1× rate kept at most 16 in flight, closed-loop knee 16", k, prof.Sweep.RateLevels)

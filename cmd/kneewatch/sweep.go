@@ -17,6 +17,7 @@ import (
 
 	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 	"github.com/kneewatch/kneewatch/sweep"
 	"github.com/kneewatch/kneewatch/workload"
 )
@@ -61,7 +62,13 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	engineVersion := fs.String("engine-version", "", "engine version for the profile's match, e.g. 0.11.0")
 	arrivals := fs.String("arrivals", string(knee.ArrivalsClosedLoop), "how the knee is measured: closed-loop, or poisson (after the closed-loop search, steady Poisson trials find the largest rate that keeps the SLO: the knee for open traffic)")
 	olWarmup := fs.Duration("open-loop-warmup", sweep.DefaultOpenLoopWarmup, "with --arrivals poisson: how long each trial runs before its SLO is judged")
-	olSteady := fs.Duration("open-loop-steady", sweep.DefaultOpenLoopSteady, "with --arrivals poisson: how long each trial's SLO is judged (about 7 trials run)")
+	olSteady := fs.Duration("open-loop-steady", sweep.DefaultOpenLoopSteady, "with --arrivals poisson: the shortest judged part of a trial (about 5 trials run)")
+	olRequests := fs.Int("open-loop-requests", sweep.DefaultOpenLoopRequests, "with --arrivals poisson: a trial's judged part lasts until this many requests were sent\n"+
+		"at its rate (and at least --open-loop-steady), so every trial is judged on enough requests; a trial\n"+
+		"stops at its first tick whose windowed SLO is breached")
+	sequential := fs.Bool("sequential", true, "stop a level before its window fills when its verdict is already clear: a binomial test\n"+
+		"for a level past the knee (size 0.0003 per look), and a 30-request screening window for a level far\n"+
+		"below it, which is measured in full before the knee may rest on it; false: every level fills its window")
 	mixScales := fs.String("mix-scales", "", "after the knee, measure it again at the workload scaled by each PROMPT:OUTPUT factor pair\n"+
 		"(e.g. 2:1,1:2,2:2, or \"default\" for "+joinMixScales(knee.DefaultMixScales)+") and add the mixModel\n"+
 		"the knee moves with when live traffic's mean prompt or output drifts; each pair is a whole sweep; empty: none")
@@ -73,7 +80,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "stops growing or errors pass 1%, then refines between the last good and the first bad level.")
 		fmt.Fprintln(stderr, "Writes the knee profile `kneewatch serve` reads, and optionally a plot and a report.")
 		fmt.Fprintln(stderr, "With --arrivals poisson it then bisects a steady Poisson request rate between 0.2× and 1× the")
-		fmt.Fprintln(stderr, "closed-loop knee's rate (about 7 trials of --open-loop-warmup + --open-loop-steady each) and")
+		fmt.Fprintln(stderr, "closed-loop knee's rate (about 5 trials, each sized by --open-loop-requests) and")
 		fmt.Fprintln(stderr, "reports the largest rate that kept the SLO: the knee to give kneewatch for open traffic.")
 		fmt.Fprintln(stderr, "Ctrl-C stops at once and writes what was measured, marked partial.")
 		fmt.Fprintln(stderr)
@@ -154,6 +161,10 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Interval: *scrapeInterval,
 	}
 	slo := knee.SLO{TTFT: knee.Duration(*sloTTFT), TPOT: knee.Duration(*sloTPOT), Quantile: *quantile}
+	early := measure.DefaultEarly
+	if !*sequential {
+		early = measure.Early{}
+	}
 	res, runErr := sweep.Run(ctx, sweep.Config{
 		Client: &sweep.Client{
 			BaseURL: base, Model: *model, APIKey: apiKey, Chat: *chat, Stream: true,
@@ -167,9 +178,10 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger:      logger,
 		Progress:    sweep.NewProgress(stderr, isTerminal(stderr), logger, 10*time.Second),
 		Arrivals:    knee.Arrivals(*arrivals),
-		OpenLoop:    sweep.OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: *olWarmup, Steady: *olSteady}},
+		OpenLoop:    sweep.OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: *olWarmup, Steady: *olSteady}, Requests: *olRequests},
 		MixScales:   scales,
 		MaxModelLen: *maxModelLen,
+		Early:       &early,
 	})
 	if res == nil {
 		return fmt.Errorf("sweep: %w", runErr)

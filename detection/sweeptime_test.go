@@ -1,0 +1,252 @@
+package detection
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
+	"github.com/kneewatch/kneewatch/sim"
+	"github.com/kneewatch/kneewatch/sweep"
+	"github.com/kneewatch/kneewatch/workload"
+)
+
+// sweepReport, when set, has TestSweepTimeBench run every suite deployment
+// and write its report there (make bench-sweep).
+var sweepReport = flag.String("sweep.report", "", "write the sweep-time bench over every suite deployment to this file")
+
+// emulated is one closed-loop sweep run as `kneewatch sweep` runs it, in
+// the simulator's virtual time.
+type emulated struct {
+	knee     float64
+	levels   int
+	elapsed  time.Duration // the levels' virtual time, warm-ups included
+	early    int           // levels stopped early (either rule)
+	screened int
+	reason   string
+	// single is the mean request's length at concurrency 1.
+	single time.Duration
+}
+
+// emulateSweep runs the sweep's search (measure.Search, the sweep's
+// precision, saturation stop and window sizes) against the virtual-time
+// engine, each level with the sweep's warm-up and window and the given
+// early-stopping rule. Its elapsed time is what the levels would take at
+// real speed; the preflight probe and the HTTP overhead are left out.
+func emulateSweep(ctx context.Context, p sim.Preset, gen *workload.Generator, slo knee.SLO, early measure.Early) (emulated, error) {
+	search, err := measure.NewSearch(sweep.DefaultMaxConcurrency, sweep.DefaultPrecision, 0)
+	if err != nil {
+		return emulated{}, err
+	}
+	search.StopWhenSaturated = true
+	var e emulated
+	var points []knee.Point
+	minReq := sweep.DefaultMinRequests(slo.Quantile)
+	for {
+		step, ok := search.Next()
+		if !ok {
+			break
+		}
+		c := step.Concurrency
+		lv, err := sim.RunLevel(ctx, sim.LevelConfig{
+			Engine: sim.Config{Preset: p}, Workload: gen.WithSeed(uint64(c)*7919 + 1), Concurrency: c, SLO: slo,
+			WarmupRequests: sweep.DefaultWarmup(c), WindowRequests: sweep.WindowRequests(c, minReq),
+			Early: early, MayScreen: step.MayScreen,
+		})
+		if err != nil {
+			return e, fmt.Errorf("concurrency %d: %w", c, err)
+		}
+		if os.Getenv("SWEEPTIME_DEBUG") != "" {
+			fmt.Printf("c=%d may=%v elapsed=%s stopped=%v good=%v margin=%.2f n=%d\n", c, step.MayScreen, lv.Elapsed.Round(time.Second), lv.Stopped, lv.Point.MeetsSLO, lv.Margin, len(lv.Window))
+		}
+		e.levels++
+		e.elapsed += lv.Elapsed
+		if c == 1 && len(lv.Window) > 0 {
+			e.single = lv.Duration / time.Duration(len(lv.Window))
+		}
+		if lv.Stopped != measure.Undecided {
+			e.early++
+		}
+		if lv.Stopped == measure.Screened {
+			e.screened++
+		}
+		// A confirmation replaces the screened point.
+		points = slices.DeleteFunc(points, func(pt knee.Point) bool { return pt.Concurrency == float64(c) })
+		points = append(points, lv.Point)
+		search.Record(c, measure.Outcome{Good: lv.Point.MeetsSLO, Margin: lv.Margin, TokensPerSecond: lv.Point.OutputTokensPerSecond,
+			Screened: lv.Stopped == measure.Screened})
+	}
+	e.reason = search.Done()
+	slices.SortFunc(points, func(a, b knee.Point) int { return int(a.Concurrency - b.Concurrency) })
+	if k, err := knee.FindFromPoints(points, slo); err == nil {
+		e.knee = k.Concurrency
+	}
+	return e, nil
+}
+
+type sweepTimeRow struct {
+	dep          Deployment
+	half         string
+	truth        float64
+	fixed, early emulated
+}
+
+// sweepTimeHalf splits the deployments into two halves by a hash of their
+// name: the early-stopping settings were fixed before either was run, and
+// the report shows both, so neither is the one they were fitted on.
+func sweepTimeHalf(d Deployment) string {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s/%s/%s", d.Preset, d.Workload, d.Tightness)
+	if h.Sum32()%2 == 0 {
+		return "A"
+	}
+	return "B"
+}
+
+func runSweepTime(t *testing.T, deps []Deployment) []sweepTimeRow {
+	t.Helper()
+	ctx := context.Background()
+	var rows []sweepTimeRow
+	for _, d := range deps {
+		slo, err := deriveSLO(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := sim.LoadPreset(d.Preset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen, err := workload.Resolve(d.Workload, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		truth, err := sim.FindKnee(ctx, sim.KneeConfig{Engine: sim.Config{Preset: p}, Workload: gen, SLO: slo, Seed: 1, MaxConcurrency: sweep.DefaultMaxConcurrency})
+		if err != nil {
+			t.Logf("%s/%s %s: no true knee (%v); skipped", d.Preset, d.Workload, d.Tightness, err)
+			continue
+		}
+		row := sweepTimeRow{dep: d, half: sweepTimeHalf(d), truth: truth.Knee.Concurrency}
+		if row.fixed, err = emulateSweep(ctx, p, gen, slo, measure.Early{}); err != nil {
+			t.Fatal(err)
+		}
+		if row.early, err = emulateSweep(ctx, p, gen, slo, measure.DefaultEarly); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func kneeErr(found, truth float64) float64 { return math.Abs(found-truth) / truth }
+
+// sweepTimeSubset is the fixed subset make test runs: the deployments with
+// the slowest requests at concurrency 1 among the presets (the 70B on an
+// H200 with long outputs) and a fast one.
+var sweepTimeSubset = []Deployment{
+	{Preset: "llama-3.3-70b-fp8-h200", Workload: "code", Tightness: SLOLoose},
+	{Preset: "llama-3.1-8b-h100", Workload: "chat", Tightness: SLOTight},
+}
+
+// goalSingleRequest is the request length at concurrency 1 the 10-minute
+// goal is stated for ("requests of ~2 s at concurrency 1"); deployments
+// with longer requests are reported, not held to it.
+const goalSingleRequest = 2500 * time.Millisecond
+
+// TestSweepTimeBench is issue 13's sweep goal, measured in virtual time:
+// a closed-loop sweep as shipped (sequential stopping on) finds the knee
+// within ±10% of the truth, faster than the same sweep with fixed windows
+// run alongside (the peer), and within 10 minutes at real speed where a
+// request at concurrency 1 takes at most goalSingleRequest. With
+// -sweep.report it runs every suite deployment and writes the table.
+func TestSweepTimeBench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("knee searches in virtual time")
+	}
+	deps := sweepTimeSubset
+	if *sweepReport != "" {
+		all, _, err := suiteDeployments(sim.PresetNames(), workload.PresetNames())
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps = all // every preset and workload, tight and loose
+	}
+	rows := runSweepTime(t, deps)
+	report := sweepTimeReport(rows)
+	t.Logf("\n%s", report)
+	if *sweepReport != "" {
+		if err := os.WriteFile(*sweepReport, []byte(report), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range rows {
+		name := fmt.Sprintf("%s/%s %s", r.dep.Preset, r.dep.Workload, r.dep.Tightness)
+		if e := kneeErr(r.early.knee, r.truth); e > 0.10 {
+			t.Errorf("%s: the sweep found knee %g, truth %g (%.0f%% off)", name, r.early.knee, r.truth, 100*e)
+		}
+		if r.early.single <= goalSingleRequest && r.early.elapsed > 10*time.Minute {
+			t.Errorf("%s: the sweep took %s at real speed, want ≤ 10 min", name, r.early.elapsed.Round(time.Second))
+		}
+		if r.early.elapsed >= r.fixed.elapsed {
+			t.Errorf("%s: sequential stopping took %s, no faster than fixed windows' %s", name, r.early.elapsed, r.fixed.elapsed)
+		}
+	}
+}
+
+func sweepTimeReport(rows []sweepTimeRow) string {
+	var b strings.Builder
+	b.WriteString("| half | deployment | SLO | request at c=1 | true knee | fixed: knee | fixed: levels | fixed: time | sequential: knee | sequential: levels (early, screened) | sequential: time | time ratio |\n")
+	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	type agg struct {
+		n, within, withinFixed, under10 int
+		inScope, inScopeUnder10         int
+		maxTime, maxFixed               time.Duration
+		ratios                          []float64
+	}
+	halves := map[string]*agg{"A": {}, "B": {}}
+	for _, r := range rows {
+		ratio := r.early.elapsed.Seconds() / r.fixed.elapsed.Seconds()
+		fmt.Fprintf(&b, "| %s | %s/%s | %s | %s | %g | %g | %d | %s | %g | %d (%d, %d) | %s | %.2f |\n",
+			r.half, r.dep.Preset, r.dep.Workload, r.dep.Tightness, r.fixed.single.Round(10*time.Millisecond), r.truth,
+			r.fixed.knee, r.fixed.levels, r.fixed.elapsed.Round(time.Second),
+			r.early.knee, r.early.levels, r.early.early, r.early.screened, r.early.elapsed.Round(time.Second), ratio)
+		a := halves[r.half]
+		a.n++
+		if kneeErr(r.early.knee, r.truth) <= 0.10 {
+			a.within++
+		}
+		if kneeErr(r.fixed.knee, r.truth) <= 0.10 {
+			a.withinFixed++
+		}
+		if r.early.elapsed <= 10*time.Minute {
+			a.under10++
+		}
+		if r.fixed.single <= goalSingleRequest {
+			a.inScope++
+			if r.early.elapsed <= 10*time.Minute {
+				a.inScopeUnder10++
+			}
+		}
+		a.maxTime = max(a.maxTime, r.early.elapsed)
+		a.maxFixed = max(a.maxFixed, r.fixed.elapsed)
+		a.ratios = append(a.ratios, ratio)
+	}
+	fmt.Fprintf(&b, "\n| half | deployments | knee within ±10%%: sequential | fixed | sequential ≤ 10 min: all | with requests ≤ %s at c=1 | longest: sequential | fixed | median time ratio |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n", goalSingleRequest)
+	for _, h := range []string{"A", "B"} {
+		a := halves[h]
+		if a.n == 0 {
+			continue
+		}
+		slices.Sort(a.ratios)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d of %d | %s | %s | %.2f |\n", h, a.n, a.within, a.withinFixed, a.under10, a.inScopeUnder10, a.inScope,
+			a.maxTime.Round(time.Second), a.maxFixed.Round(time.Second), a.ratios[len(a.ratios)/2])
+	}
+	return b.String()
+}
