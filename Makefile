@@ -102,6 +102,13 @@ clean-tools:
 # The detection-quality bench (detection/): seven scripted scenarios on the
 # simulator in virtual time, every detector scored against the ground truth;
 # rewrites docs/benchmarks/detection.md. About 1–2 minutes on 2 cores.
+# bench-sweep times the sweep's closed-loop search in virtual time over every
+# suite deployment, with sequential stopping and with fixed windows.
+.PHONY: bench-sweep
+bench-sweep:
+	mkdir -p docs/benchmarks
+	$(GO) test -count=1 -timeout 30m -run TestSweepTimeBench ./detection -sweep.report $(CURDIR)/docs/benchmarks/sweep-time.md
+
 .PHONY: bench-detection
 bench-detection:
 	mkdir -p docs/benchmarks
