@@ -34,6 +34,58 @@ type emulated struct {
 	reason   string
 	// single is the mean request's length at concurrency 1.
 	single time.Duration
+	// kneeRate is the request rate at the knee's level, where a Poisson
+	// search starts.
+	kneeRate float64
+}
+
+// emulatedPoisson is the sweep's open-loop search after a closed-loop one,
+// in virtual time.
+type emulatedPoisson struct {
+	rate    float64 // the best kept rate, requests/s (0: none)
+	trials  int
+	elapsed time.Duration
+}
+
+// emulatePoisson runs the sweep's open-loop search (knee.RateSearch with
+// the sweep's low end and halvings) from the closed-loop knee's rate, each
+// trial with the sweep's warm-up, a steady part sized by the requests it
+// needs (sweep.OpenLoopConfig.SteadyFor) and judged as the sweep judges it
+// (windows reaching back as far as 100 requests need, knee.WalkSLO),
+// stopped at its first breached tick.
+func emulatePoisson(ctx context.Context, p sim.Preset, gen *workload.Generator, slo knee.SLO, closedRate float64) (emulatedPoisson, error) {
+	ol := sweep.OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: sweep.DefaultOpenLoopWarmup, Steady: sweep.DefaultOpenLoopSteady,
+		Tick: sweep.DefaultOpenLoopTick, SLOWindow: knee.DefaultSLOWindow, Low: sweep.DefaultOpenLoopLow, Steps: sweep.DefaultOpenLoopSteps},
+		Requests: sweep.DefaultOpenLoopRequests}
+	search, err := knee.NewRateSearch(ol.Low, ol.Steps)
+	if err != nil {
+		return emulatedPoisson{}, err
+	}
+	var e emulatedPoisson
+	for {
+		f, ok := search.Next()
+		if !ok {
+			return e, nil
+		}
+		rate := f * closedRate
+		steady := ol.SteadyFor(rate)
+		lv, err := sim.RunOpenLoop(ctx, sim.OpenLoopLevelConfig{Engine: sim.Config{Preset: p}, Workload: gen, Rate: rate, SLO: slo, Seed: 1,
+			OpenLoop: sim.OpenLoopConfig{Warmup: ol.Warmup, Steady: steady, Tick: ol.Tick, SLOWindow: ol.SLOWindow, Low: ol.Low, Steps: ol.Steps}})
+		if err != nil {
+			return e, fmt.Errorf("poisson trial at %g requests/s: %w", rate, err)
+		}
+		w := knee.WalkSLO(lv.TTFT, lv.TPOT, slo, ol.SLOWindow, -1, lv.SteadyFrom, lv.End, ol.Tick)
+		kept := !w.Breached && w.Judged > 0
+		e.trials++
+		e.elapsed += ol.Warmup + steady
+		if w.Breached {
+			e.elapsed -= lv.End.Sub(w.At)
+		}
+		search.Record(kept)
+		if kept {
+			e.rate = rate
+		}
+	}
 }
 
 // emulateSweep runs the sweep's search (measure.Search with the sweep's
@@ -87,6 +139,9 @@ func emulateSweep(ctx context.Context, p sim.Preset, gen *workload.Generator, sl
 	slices.SortFunc(points, func(a, b knee.Point) int { return int(a.Concurrency - b.Concurrency) })
 	if k, err := knee.FindFromPoints(points, slo); err == nil {
 		e.knee = k.Concurrency
+		if pt, ok := knee.PointAt(points, k.Concurrency); ok {
+			e.kneeRate = pt.RequestsPerSecond
+		}
 	}
 	return e, nil
 }
@@ -96,6 +151,11 @@ type sweepTimeRow struct {
 	half         string
 	truth        float64
 	fixed, early emulated
+	// truthRate is the simulator's poisson knee rate (the detection
+	// bench's settings); poisson the sweep's open-loop search after the
+	// sequential closed-loop one.
+	truthRate float64
+	poisson   emulatedPoisson
 }
 
 // sweepTimeHalf splits the deployments into two halves by a hash of their
@@ -138,6 +198,17 @@ func runSweepTime(t *testing.T, deps []Deployment) []sweepTimeRow {
 		}
 		if row.early, err = emulateSweep(ctx, p, gen, slo, measure.DefaultEarly); err != nil {
 			t.Fatal(err)
+		}
+		if row.early.kneeRate > 0 {
+			if row.poisson, err = emulatePoisson(ctx, p, gen, slo, row.early.kneeRate); err != nil {
+				t.Fatal(err)
+			}
+			truthP, err := sim.FindKnee(ctx, sim.KneeConfig{Engine: sim.Config{Preset: p}, Workload: gen, SLO: slo, Seed: 1,
+				MaxConcurrency: sweep.DefaultMaxConcurrency, Arrivals: knee.ArrivalsPoisson,
+				OpenLoop: sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: poissonSteady, Low: poissonLow, Steps: poissonSteps}})
+			if err == nil {
+				row.truthRate = truthP.Knee.RequestsPerSecond
+			}
 		}
 		rows = append(rows, row)
 	}
@@ -198,6 +269,12 @@ func TestSweepTimeBench(t *testing.T) {
 		if r.early.elapsed >= r.fixed.elapsed {
 			t.Errorf("%s: sequential stopping took %s, no faster than fixed windows' %s", name, r.early.elapsed, r.fixed.elapsed)
 		}
+		if r.truthRate > 0 && kneeErr(r.poisson.rate, r.truthRate) > 0.10 {
+			t.Errorf("%s: the poisson search found %g requests/s, truth %g", name, r.poisson.rate, r.truthRate)
+		}
+		if total := r.early.elapsed + r.poisson.elapsed; r.truthRate >= 1 && r.early.single <= goalSingleRequest && total > 20*time.Minute {
+			t.Errorf("%s: the poisson sweep took %s at real speed, want ≤ 20 min", name, total.Round(time.Second))
+		}
 	}
 }
 
@@ -221,6 +298,7 @@ concurrency 1; the column "with requests ≤ 2.5s" counts those.
 
 func sweepTimeReport(rows []sweepTimeRow) string {
 	var b strings.Builder
+	b.WriteString("## Closed loop\n\n")
 	b.WriteString("| half | deployment | SLO | request at c=1 | true knee | fixed: knee | fixed: levels | fixed: time | sequential: knee | sequential: levels (early, screened) | sequential: time | time ratio |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	type agg struct {
@@ -228,6 +306,10 @@ func sweepTimeReport(rows []sweepTimeRow) string {
 		inScope, inScopeUnder10         int
 		maxTime, maxFixed               time.Duration
 		ratios                          []float64
+		// Poisson: deployments with a poisson knee, found within ±10%,
+		// and those whose knee serves ≥ 1 request/s, within 20 min.
+		pn, pWithin, pFast, pFastUnder20 int
+		pMax                             time.Duration
 	}
 	halves := map[string]*agg{"A": {}, "B": {}}
 	for _, r := range rows {
@@ -256,6 +338,20 @@ func sweepTimeReport(rows []sweepTimeRow) string {
 		a.maxTime = max(a.maxTime, r.early.elapsed)
 		a.maxFixed = max(a.maxFixed, r.fixed.elapsed)
 		a.ratios = append(a.ratios, ratio)
+		if r.truthRate > 0 {
+			total := r.early.elapsed + r.poisson.elapsed
+			a.pn++
+			if kneeErr(r.poisson.rate, r.truthRate) <= 0.10 {
+				a.pWithin++
+			}
+			if r.truthRate >= 1 {
+				a.pFast++
+				if total <= 20*time.Minute {
+					a.pFastUnder20++
+				}
+			}
+			a.pMax = max(a.pMax, total)
+		}
 	}
 	fmt.Fprintf(&b, "\n| half | deployments | knee within ±10%%: sequential | fixed | sequential ≤ 10 min: all | with requests ≤ %s at c=1 | longest: sequential | fixed | median time ratio |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n", goalSingleRequest)
 	for _, h := range []string{"A", "B"} {
@@ -266,6 +362,27 @@ func sweepTimeReport(rows []sweepTimeRow) string {
 		slices.Sort(a.ratios)
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d of %d | %s | %s | %.2f |\n", h, a.n, a.within, a.withinFixed, a.under10, a.inScopeUnder10, a.inScope,
 			a.maxTime.Round(time.Second), a.maxFixed.Round(time.Second), a.ratios[len(a.ratios)/2])
+	}
+	b.WriteString("\n## Poisson arrivals\n\nThe open-loop search after the sequential closed-loop one, from its knee's request rate. The true\n" +
+		"poisson knee is sim.FindKnee's with the detection bench's settings (5 min warm-up, 20 min steady\n" +
+		"parts, 7 halvings from 0.1×). Total is the closed-loop search plus the trials.\n\n")
+	b.WriteString("| half | deployment | SLO | true rate (req/s) | found rate | error | trials | trials' time | total |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		if r.truthRate == 0 {
+			fmt.Fprintf(&b, "| %s | %s/%s | %s | no poisson knee | | | | | |\n", r.half, r.dep.Preset, r.dep.Workload, r.dep.Tightness)
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s/%s | %s | %.3g | %.3g | %+.0f%% | %d | %s | %s |\n", r.half, r.dep.Preset, r.dep.Workload, r.dep.Tightness,
+			r.truthRate, r.poisson.rate, 100*(r.poisson.rate/r.truthRate-1), r.poisson.trials,
+			r.poisson.elapsed.Round(time.Second), (r.early.elapsed + r.poisson.elapsed).Round(time.Second))
+	}
+	b.WriteString("\n| half | with a poisson knee | rate within ±10% | knee ≥ 1 req/s | of those, total ≤ 20 min | longest total |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, h := range []string{"A", "B"} {
+		a := halves[h]
+		if a.n == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s |\n", h, a.pn, a.pWithin, a.pFast, a.pFastUnder20, a.pMax.Round(time.Second))
 	}
 	return b.String()
 }

@@ -95,3 +95,37 @@ func KeptSLO(ttft, tpot []LatencyEvent, slo SLO, width time.Duration, from, to t
 	}
 	return true
 }
+
+// SLOWalk is the windowed SLO judged tick by tick: how many ticks there
+// were and could be judged (both percentiles known), and the first breach.
+type SLOWalk struct {
+	Ticks, Judged int
+	Breached      bool
+	// At is the first breached tick; TTFT and TPOT the windowed
+	// percentiles there, in seconds.
+	At         time.Time
+	TTFT, TPOT float64
+}
+
+// WalkSLO judges the SLO at every tick from from to to (both included),
+// each step, over windows of width that reach back as far as maxStretch for
+// MinWindowRequests events (0 means MaxWindowStretch, negative no bound).
+// The sweep's open-loop trials walk with no bound, so a trial sized to hold
+// enough requests is judged at every tick; KeptSLO is the walk with the
+// default bound that found no breach.
+func WalkSLO(ttft, tpot []LatencyEvent, slo SLO, width, maxStretch time.Duration, from, to time.Time, step time.Duration) SLOWalk {
+	tw := &WindowedQuantile{Events: ttft, Width: width, Q: slo.Quantile, MaxStretch: maxStretch}
+	pw := &WindowedQuantile{Events: tpot, Width: width, Q: slo.Quantile, MaxStretch: maxStretch}
+	var w SLOWalk
+	for at := from; !at.After(to); at = at.Add(step) {
+		w.Ticks++
+		p, q := tw.At(at), pw.At(at)
+		if Known(p) && Known(q) {
+			w.Judged++
+		}
+		if !w.Breached && slo.BreachedBy(p, q) {
+			w.Breached, w.At, w.TTFT, w.TPOT = true, at, p, q
+		}
+	}
+	return w
+}

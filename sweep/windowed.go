@@ -30,9 +30,8 @@ func latencyEvents(reqs []*sentRequest) (ttft, tpot []knee.LatencyEvent) {
 	return ttft, tpot
 }
 
-// windowedVerdict is the windowed SLO walked tick by tick: how many ticks
-// could be judged and the first breach, for saying why a trial failed.
-// It is the trial's verdict: knee.KeptSLO's rule with unbounded windows.
+// windowedVerdict is a trial's windowed SLO walked tick by tick
+// (knee.WalkSLO), for its verdict and for saying why it failed.
 type windowedVerdict struct {
 	ticks, judged int
 	breached      bool
@@ -40,26 +39,13 @@ type windowedVerdict struct {
 	ttft, tpot    float64 // the windowed percentiles at the first breach
 }
 
-//
-// A trial's windows reach back as far as they must to hold
-// knee.MinWindowRequests requests (no stretch bound): a trial is sized to
-// hold enough requests, so at a low rate every tick is judged rather than
-// left unknown and waved through.
+// windowedSLO walks a trial's windows. They reach back as far as they must
+// to hold knee.MinWindowRequests requests (no stretch bound): a trial is
+// sized to hold enough requests, so at a low rate every tick is judged
+// rather than left unknown and waved through.
 func windowedSLO(ttft, tpot []knee.LatencyEvent, slo knee.SLO, width time.Duration, from, to time.Time, step time.Duration) windowedVerdict {
-	tw := &knee.WindowedQuantile{Events: ttft, Width: width, Q: slo.Quantile, MaxStretch: -1}
-	pw := &knee.WindowedQuantile{Events: tpot, Width: width, Q: slo.Quantile, MaxStretch: -1}
-	var v windowedVerdict
-	for at := from; !at.After(to); at = at.Add(step) {
-		v.ticks++
-		p, q := tw.At(at), pw.At(at)
-		if knee.Known(p) && knee.Known(q) {
-			v.judged++
-		}
-		if !v.breached && knee.SLOBreachedAt(tw, pw, slo, at) {
-			v.breached, v.at, v.ttft, v.tpot = true, at, p, q
-		}
-	}
-	return v
+	w := knee.WalkSLO(ttft, tpot, slo, width, -1, from, to, step)
+	return windowedVerdict{ticks: w.Ticks, judged: w.Judged, breached: w.Breached, at: w.At, ttft: w.TTFT, tpot: w.TPOT}
 }
 
 // describe says which percentile broke first, and when in the steady part.
