@@ -120,6 +120,11 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 		Workload: gen,
 		SLO:      o.SLO,
 		Seed:     o.Seed,
+		// The demo's load generator is closed-loop (a fixed number of
+		// workers per replica), so its knee is measured closed-loop too;
+		// `kneewatch sweep` and `sim knee` default to poisson because
+		// production traffic is open-loop.
+		Arrivals: knee.ArrivalsClosedLoop,
 	}); err != nil {
 		return nil, fmt.Errorf("ground-truth knee for %s/%s: %w", o.Preset, o.Workload, err)
 	}

@@ -372,8 +372,12 @@ func trueKnee(ctx context.Context, t *testing.T) (knee.Profile, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The fleet's load generator is closed-loop, so the knee it is judged
+	// against is the closed-loop one (the CLIs default to poisson, for open
+	// production traffic).
 	prof, err := sim.FindKnee(ctx, sim.KneeConfig{
 		Engine: sim.Config{Preset: preset, Speed: e2eSpeed}, Workload: gen, SLO: e2eSLO, Seed: e2eSeed,
+		Arrivals: knee.ArrivalsClosedLoop,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -76,7 +76,7 @@ func TestSimKneeWithMixScalesAddsAMixModel(t *testing.T) {
 
 func TestSimKneeWarnsWhenTheSLOHoldsAtEveryLevel(t *testing.T) {
 	var out, errb bytes.Buffer
-	args := []string{"sim", "knee", "--slo-ttft", "10s", "--slo-tpot", "1s", "--max-concurrency", "4"}
+	args := []string{"sim", "knee", "--slo-ttft", "10s", "--slo-tpot", "1s", "--max-concurrency", "4", "--arrivals", "closed-loop"}
 	if err := run(context.Background(), args, &out, &errb); err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	name := fs.String("name", "", "profile name (default: model and workload)")
 	gpu := fs.String("gpu", "", "GPU model for the profile's match when no --dcgm-url says it")
 	engineVersion := fs.String("engine-version", "", "engine version for the profile's match, e.g. 0.11.0")
-	arrivals := fs.String("arrivals", string(knee.ArrivalsClosedLoop), "how the knee is measured: closed-loop, or poisson (after the closed-loop search, steady Poisson trials find the largest rate that keeps the SLO: the knee for open traffic)")
+	arrivals := fs.String("arrivals", string(knee.ArrivalsPoisson), "how the knee is measured: poisson (after the closed-loop search, steady Poisson trials find the largest\n"+
+		"rate that keeps the SLO: the knee for open traffic, from users, an API or a gateway), or closed-loop (the\n"+
+		"closed-loop search alone: for replicas fed by a fixed pool of workers, or a quick curve)")
 	olWarmup := fs.Duration("open-loop-warmup", sweep.DefaultOpenLoopWarmup, "with --arrivals poisson: how long each trial runs before its SLO is judged")
 	olSteady := fs.Duration("open-loop-steady", sweep.DefaultOpenLoopSteady, "with --arrivals poisson: the shortest judged part of a trial (about 5 trials run)")
 	olRequests := fs.Int("open-loop-requests", sweep.DefaultOpenLoopRequests, "with --arrivals poisson: a trial's judged part lasts until this many requests were sent\n"+

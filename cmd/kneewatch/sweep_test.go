@@ -147,7 +147,7 @@ func TestSweepRejectsBadFlagsBeforeAnyLoad(t *testing.T) {
 		{"an empty API key file", append(base, "--api-key-file", keyFile), "is empty"},
 		{"a quantile out of range", append(base, "--slo-quantile", "1"), "--slo-quantile must be in (0,1)"},
 		{"an unknown arrivals kind", append(base, "--arrivals", "uniform"), `--arrivals must be closed-loop or poisson, got "uniform"`},
-		{"open-loop flags without poisson", append(base, "--open-loop-steady", "1m"), "--open-loop-steady only apply with --arrivals poisson"},
+		{"open-loop flags without poisson", append(base, "--arrivals", "closed-loop", "--open-loop-steady", "1m"), "--open-loop-steady only apply with --arrivals poisson"},
 		{"a zero open-loop steady part", append(base, "--arrivals", "poisson", "--open-loop-steady", "0s"), "--open-loop-steady must be > 0, got 0s"},
 		{"a negative open-loop warm-up", append(base, "--arrivals", "poisson", "--open-loop-warmup", "-1s"), "--open-loop-warmup must be > 0, got -1s"},
 		{"a malformed open-loop duration", append(base, "--arrivals", "poisson", "--open-loop-steady", "ten"), `invalid value "ten" for flag -open-loop-steady`},
