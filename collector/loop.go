@@ -607,10 +607,12 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 	e.Result = knee.Evaluate(e.Observation, t.Profile, w.opts.Knee)
 	unusable := ""
 	switch p, bad := unusableDimension(snap); {
-	case !e.Result.OK:
-	case bad:
+	case bad && t.Profile != nil:
+		// Before knee's own reasons: a duplicated in-flight gauge leaves
+		// the load unknown, and "unusable" says why.
 		unusable = p.String()
 		e.Result = notOK(w.opts.Knee, ReasonUnusableSignal)
+	case !e.Result.OK:
 	case !s.window.WarmedUp(snap.Time):
 		e.Result = notOK(w.opts.Knee, ReasonWarmingUp)
 	}
