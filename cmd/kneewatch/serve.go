@@ -103,8 +103,8 @@ type background []func(context.Context) error
 // watcherOptions maps the config file and process settings onto the watcher.
 func watcherOptions(cfg *config.Config, s config.Settings, logger *slog.Logger) collector.WatcherOptions {
 	return collector.WatcherOptions{
-		Interval: s.EvaluationInterval.D(),
-		Window:   s.Window.D(),
+		Interval:       s.EvaluationInterval.D(),
+		Window:         s.Window.D(),
 		Limits:         scrapeLimits(cfg),
 		TargetHeadroom: cfg.Global.TargetHeadroom,
 		Logger:         logger,
