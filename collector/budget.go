@@ -70,8 +70,8 @@ func (r *reservation) grow(n int64) error {
 		return nil
 	}
 	if !r.b.sem.TryAcquire(n) {
-		return fmt.Errorf("%w: the budget of %d bytes is in use by parallel scrapes (this one holds %d, counted as %d× its body)",
-			ErrMemoryBudget, r.b.size, r.held, parseCostFactor)
+		return fmt.Errorf("%w: the budget of %d bytes is in use by parallel scrapes (this one holds %d and needs %d more)",
+			ErrMemoryBudget, r.b.size, r.held, n)
 	}
 	r.held += n
 	return nil

@@ -216,8 +216,8 @@ func TestHostileUpstreamsAreUpOrDownWithAReasonAndNeverAWrongHeadroom(t *testing
 		}
 	}
 	w := NewWatcher(WatcherOptions{
-		Interval: 300 * time.Millisecond, Window: 2 * time.Second,
-		Limits: ScrapeLimits{Timeout: 250 * time.Millisecond, MaxBodyBytes: hostileBodyLimit, MaxSeries: 500},
+		Interval: time.Second, Window: 4 * time.Second,
+		Limits: ScrapeLimits{Timeout: 750 * time.Millisecond, MaxBodyBytes: hostileBodyLimit, MaxSeries: 500},
 	})
 	if err := w.SetTargets(targets); err != nil {
 		t.Fatal(err)

@@ -40,10 +40,14 @@ const NoLimit = -1
 const acceptHeader = "application/openmetrics-text;version=1.0.0;q=0.6," +
 	"application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1"
 
-// parseCostFactor estimates the memory a scrape holds per body byte while
-// its body is read, parsed and normalized: the body itself and the parsed
-// families, which take about twice the text they came from.
-const parseCostFactor = 3
+// parseCostFactor is the memory a scrape holds per body byte while it
+// reads the body; seriesCost is what each parsed series adds on top (its
+// metric, label pairs and strings in client_model form, measured at
+// 300–500 bytes for short series).
+const (
+	parseCostFactor = 1
+	seriesCost      = 512
+)
 
 // ScrapeLimits bound what one scrape may cost. Zero fields take the
 // Default* values; NoLimit removes a limit.
@@ -57,10 +61,12 @@ type ScrapeLimits struct {
 	// sample_limit does.
 	MaxSeries int
 	// MemoryBudgetBytes bounds what the scrapes in flight at once hold
-	// together, counted as parseCostFactor × body bytes: a scrape waits
-	// for budget before it reads its body, and fails if the budget runs
-	// out while it reads, rather than letting many parallel scrapes of
-	// large bodies take the process's memory. Scrapes sharing Budget share
+	// together, counted as the body's bytes plus seriesCost per series
+	// parsed: a scrape waits for budget before it reads its body (holding
+	// none while it waits), and fails if the budget runs out while it
+	// reads or parses, rather than letting many parallel scrapes of large
+	// bodies take the process's memory. A scrape refused for the budget is
+	// retried at its next interval. Scrapes sharing Budget share
 	// the bound.
 	MemoryBudgetBytes int64
 	// Budget is the shared budget, built from MemoryBudgetBytes when nil.
@@ -192,8 +198,12 @@ func (s *Scraper) fetch(ctx context.Context, target string) (map[string]*dto.Met
 		}
 		return fail(err)
 	}
-	if n := countSampleLines(body); s.limits.MaxSeries > 0 && n > s.limits.MaxSeries {
+	n := countSampleLines(body)
+	if s.limits.MaxSeries > 0 && n > s.limits.MaxSeries {
 		return fail(fmt.Errorf("%w: %d sample lines, limit %d", ErrTooManySeries, n, s.limits.MaxSeries))
+	}
+	if err := res.grow(int64(n) * seriesCost); err != nil {
+		return fail(fmt.Errorf("parsing %d series: %w", n, err))
 	}
 	families, err := parse(body, format)
 	if err != nil {

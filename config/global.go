@@ -14,8 +14,8 @@ type Global struct {
 	// source's scrape. 0 means no limit. Default 20000.
 	SeriesLimit int `yaml:"series_limit"`
 	// ScrapeMemoryLimit bounds the memory the scrapes in flight at once may
-	// hold together, counted as 3× the bytes of the bodies being read
-	// (body and parsed series). A scrape waits for room before reading;
+	// hold together, counted as the bytes of the bodies being read plus
+	// 512 bytes per parsed series. A scrape waits for room before reading;
 	// one that runs out of room while reading fails. 0 means no limit.
 	// Default 256MiB.
 	ScrapeMemoryLimit ByteSize `yaml:"scrape_memory_limit"`
