@@ -78,7 +78,7 @@ var (
 	MetricReplicaMixDrift = MetricDesc{"kneewatch_replica_mix_drift_ratio", Gauge,
 		"Relative distance of the live request mix (mean prompt and output tokens) from the profile's mix.", replicaLabels}
 	MetricReplicaEvalOK = MetricDesc{"kneewatch_replica_evaluation_ok", Gauge,
-		"1 when the replica's headroom could be computed; 0 with the reason otherwise.", withLabels("reason")}
+		"1 when the replica's headroom could be computed; 0 with the reason otherwise (no_profile, engine_down, no_engine_metrics, unusable_signal, warming_up, probes_failing, …).", withLabels("reason")}
 	MetricTargetUp = MetricDesc{"kneewatch_target_up", Gauge,
 		"1 when the last scrape of the replica's source (engine, dcgm) succeeded.", []string{"replica", "source"}}
 	MetricKneeConcurrency = MetricDesc{"kneewatch_knee_concurrency", Gauge,
@@ -101,6 +101,12 @@ var (
 		"Fleet headroom of the model: 1 minus total in-flight load divided by total knee concurrency.", []string{"model"}}
 	MetricScrapeDuration = MetricDesc{"kneewatch_scrape_duration_seconds", Gauge,
 		"Duration of the last scrape of the replica's source.", []string{"replica", "source"}}
+	MetricScrapeProblems = MetricDesc{"kneewatch_target_scrape_problems_total", Counter,
+		"Unusable data found in the replica's scrapes since it was added, by source (engine, dcgm) and problem (duplicate_series, non_finite, partial_histogram, non_monotonic_histogram, invalid_histogram, negative_counter, wrong_type, missing, label_too_long, invalid_label, dcgm_sentinel); the signal each fed is absent, not wrong.", []string{"replica", "source", "problem"}}
+	MetricConfigReloadOK = MetricDesc{"kneewatch_config_last_reload_successful", Gauge,
+		"1 when the last config reload (SIGHUP or POST /-/reload) applied; 0 when it failed and the previous config is still running.", nil}
+	MetricConfigReloadTime = MetricDesc{"kneewatch_config_last_reload_success_timestamp_seconds", Gauge,
+		"Unix time of the last successful config load (start or reload).", nil}
 	MetricEvaluations = MetricDesc{"kneewatch_evaluations_total", Counter,
 		"Evaluation rounds completed since start.", nil}
 	MetricLastEvaluation = MetricDesc{"kneewatch_last_evaluation_timestamp_seconds", Gauge,
@@ -118,11 +124,11 @@ var Catalog = []MetricDesc{
 	MetricReplicaWaiting, MetricReplicaOutputTPS, MetricReplicaPromptTPS, MetricReplicaGoodput,
 	MetricReplicaAttainment, MetricReplicaRequests, MetricReplicaGoodRequests, MetricReplicaTTFT, MetricReplicaTPOT, MetricReplicaKV,
 	MetricReplicaPreemptions, MetricReplicaGPUUtil, MetricReplicaLimiting, MetricReplicaMixDrift,
-	MetricReplicaEvalOK, MetricTargetUp, MetricScrapeDuration,
+	MetricReplicaEvalOK, MetricTargetUp, MetricScrapeDuration, MetricScrapeProblems,
 	MetricKneeConcurrency, MetricKneeOutputTPS, MetricKneeGoodput, MetricKneeKV,
 	MetricSLOTTFT, MetricSLOTPOT,
 	MetricFleetReplicas, MetricFleetNeeded, MetricFleetHeadroom,
-	MetricEvaluations, MetricLastEvaluation, MetricBuildInfo,
+	MetricEvaluations, MetricLastEvaluation, MetricConfigReloadOK, MetricConfigReloadTime, MetricBuildInfo,
 }
 
 // Probe metric families, exported by the probe package.

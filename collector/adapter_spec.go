@@ -80,7 +80,7 @@ func (a specAdapter) normalize(fi familyIndex, opts Options) (Snapshot, error) {
 		mf := fi.find(spec.signal.Kind() == KindCounter && !spec.histogramSum, spec.names...)
 		if mf == nil {
 			if spec.required {
-				s.problem(spec.names[0], "not in scrape; %s is unknown", spec.signal)
+				s.problemOf(ProblemMissing, spec.signal, spec.names[0], "not in scrape; %s is unknown", spec.signal)
 			}
 			continue
 		}
@@ -200,6 +200,10 @@ func rankLess(a, b string) bool {
 // readSpec reads one signal from its family into s, or records why not.
 func readSpec(mf *dto.MetricFamily, spec metricSpec, sel selector, s *Snapshot) {
 	name := mf.GetName()
+	if key, dup := duplicateSeries(mf); dup {
+		s.problemOf(ProblemDuplicateSeries, spec.signal, name, "series {%s} appears more than once; %s is unknown", capLabel(key), spec.signal)
+		return
+	}
 	ms := sel.series(mf, spec.matchLabel, spec.matchValue)
 	if len(ms) == 0 {
 		return
@@ -212,14 +216,19 @@ func readSpec(mf *dto.MetricFamily, spec metricSpec, sel selector, s *Snapshot) 
 	switch {
 	case spec.signal.Kind() == KindHistogram:
 		if t != dto.MetricType_HISTOGRAM && t != dto.MetricType_GAUGE_HISTOGRAM {
-			s.problem(name, "is a %s, expected a histogram", strings.ToLower(t.String()))
+			s.problemOf(ProblemWrongType, spec.signal, name, "is a %s, expected a histogram", strings.ToLower(t.String()))
 			return
 		}
 		var total Histogram
 		for i, m := range ms {
+			if v := m.GetHistogram().GetSampleSum(); math.IsNaN(v) || math.IsInf(v, 0) {
+				// Not fatal: the buckets still serve quantiles and
+				// attainment; only the mean and the exported _sum skip it.
+				s.problemOf(ProblemNonFinite, SignalUnknown, name, "_sum is %v; the mean of %s is unknown this scrape", v, spec.signal)
+			}
 			h, err := histogramFromDTO(m.GetHistogram())
 			if err != nil {
-				s.problem(name, "%v; %s is unknown", err, spec.signal)
+				s.problemOf(histogramProblemKind(err), spec.signal, name, "%v; %s is unknown", err, spec.signal)
 				return
 			}
 			if i == 0 {
@@ -227,7 +236,7 @@ func readSpec(mf *dto.MetricFamily, spec metricSpec, sel selector, s *Snapshot) 
 				continue
 			}
 			if total, err = addHistogram(total, h); err != nil {
-				s.problem(name, "%v; %s is unknown", err, spec.signal)
+				s.problemOf(ProblemInvalidHisto, spec.signal, name, "%v; %s is unknown", err, spec.signal)
 				return
 			}
 		}
@@ -242,23 +251,23 @@ func readSpec(mf *dto.MetricFamily, spec metricSpec, sel selector, s *Snapshot) 
 			if spec.histogramSum {
 				if (t != dto.MetricType_HISTOGRAM && t != dto.MetricType_SUMMARY) ||
 					(m.GetHistogram().SampleSum == nil && m.GetSummary().SampleSum == nil) {
-					s.problem(name, "has no _sum to read %s from", spec.signal)
+					s.problemOf(ProblemWrongType, spec.signal, name, "has no _sum to read %s from", spec.signal)
 					return
 				}
 				v = m.GetHistogram().GetSampleSum() + m.GetSummary().GetSampleSum()
 			} else {
 				var ok bool
 				if v, ok = scalarValue(t, m); !ok {
-					s.problem(name, "is a %s, expected a %s", strings.ToLower(t.String()), kindWord(spec.signal.Kind()))
+					s.problemOf(ProblemWrongType, spec.signal, name, "is a %s, expected a %s", strings.ToLower(t.String()), kindWord(spec.signal.Kind()))
 					return
 				}
 			}
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				s.problem(name, "has value %v; %s is unknown", v, spec.signal)
+				s.problemOf(ProblemNonFinite, spec.signal, name, "has value %v; %s is unknown", v, spec.signal)
 				return
 			}
 			if spec.signal.Kind() == KindCounter && v < 0 {
-				s.problem(name, "counter has negative value %v; %s is unknown", v, spec.signal)
+				s.problemOf(ProblemNegativeCounter, spec.signal, name, "counter has negative value %v; %s is unknown", v, spec.signal)
 				return
 			}
 			sum += v

@@ -201,7 +201,8 @@ func TestAdapterSemantics(t *testing.T) {
 	}
 
 	t.Run("vLLM doc example records why its TTFT is missing", func(t *testing.T) {
-		want := Problem{Metric: "vllm:time_to_first_token_seconds", Reason: errPartialHistogram.Error() + "; ttft_seconds is unknown"}
+		want := Problem{Metric: "vllm:time_to_first_token_seconds", Reason: errPartialHistogram.Error() + "; ttft_seconds is unknown",
+			Kind: ProblemPartialHisto, Signal: SignalTTFT}
 		if !containsProblem(doc.Problems, want) {
 			t.Errorf("problems %v do not contain %v", doc.Problems, want)
 		}
@@ -355,25 +356,25 @@ func TestBadSeriesAreDroppedWithAProblem(t *testing.T) {
 			name:        "a missing running gauge is absent and recorded",
 			text:        "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 1\n",
 			sig:         SignalRunning,
-			wantProblem: Problem{"vllm:num_requests_running", "not in scrape; running_requests is unknown"},
+			wantProblem: Problem{Metric: "vllm:num_requests_running", Reason: "not in scrape; running_requests is unknown", Kind: ProblemMissing, Signal: SignalRunning},
 		},
 		{
 			name:        "a NaN gauge is absent, not zero",
 			text:        "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running NaN\n",
 			sig:         SignalRunning,
-			wantProblem: Problem{"vllm:num_requests_running", "has value NaN; running_requests is unknown"},
+			wantProblem: Problem{Metric: "vllm:num_requests_running", Reason: "has value NaN; running_requests is unknown", Kind: ProblemNonFinite, Signal: SignalRunning},
 		},
 		{
 			name:        "a negative counter is absent",
 			text:        "# TYPE vllm:prompt_tokens_total untyped\nvllm:prompt_tokens_total -4\n",
 			sig:         SignalPromptTokens,
-			wantProblem: Problem{"vllm:prompt_tokens_total", "counter has negative value -4; prompt_tokens_total is unknown"},
+			wantProblem: Problem{Metric: "vllm:prompt_tokens_total", Reason: "counter has negative value -4; prompt_tokens_total is unknown", Kind: ProblemNegativeCounter, Signal: SignalPromptTokens},
 		},
 		{
 			name:        "a histogram exposed as a gauge is rejected",
 			text:        "# TYPE vllm:time_to_first_token_seconds gauge\nvllm:time_to_first_token_seconds 0.2\n",
 			sig:         SignalTTFT,
-			wantProblem: Problem{"vllm:time_to_first_token_seconds", "is a gauge, expected a histogram"},
+			wantProblem: Problem{Metric: "vllm:time_to_first_token_seconds", Reason: "is a gauge, expected a histogram", Kind: ProblemWrongType, Signal: SignalTTFT},
 		},
 		{
 			name: "a histogram whose cumulative counts fall is rejected",
@@ -385,7 +386,7 @@ vllm:time_to_first_token_seconds_count 6
 vllm:time_to_first_token_seconds_sum 1
 `,
 			sig:         SignalTTFT,
-			wantProblem: Problem{"vllm:time_to_first_token_seconds", `cumulative count falls from 5 at le="0.1" to 3 at le="0.5"; ttft_seconds is unknown`},
+			wantProblem: Problem{Metric: "vllm:time_to_first_token_seconds", Reason: `cumulative count falls from 5 at le="0.1" to 3 at le="0.5"; ttft_seconds is unknown`, Kind: ProblemNonMonotonic, Signal: SignalTTFT},
 		},
 		{
 			name: "engines with different bucket layouts are not merged",
@@ -396,7 +397,32 @@ vllm:time_to_first_token_seconds_bucket{engine="1",le="0.2"} 1
 vllm:time_to_first_token_seconds_bucket{engine="1",le="+Inf"} 2
 `,
 			sig:         SignalTTFT,
-			wantProblem: Problem{"vllm:time_to_first_token_seconds", `series have different bucket bounds (le="0.1" vs le="0.2"); ttft_seconds is unknown`},
+			wantProblem: Problem{Metric: "vllm:time_to_first_token_seconds", Reason: `series have different bucket bounds (le="0.1" vs le="0.2"); ttft_seconds is unknown`, Kind: ProblemInvalidHisto, Signal: SignalTTFT},
+		},
+		{
+			name: "duplicate series are rejected, not summed as data-parallel engines",
+			text: "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 26\nvllm:num_requests_running{model_name=\"m\"} 26\n",
+			sig:  SignalRunning,
+			wantProblem: Problem{Metric: "vllm:num_requests_running", Reason: `series {model_name="m"} appears more than once; running_requests is unknown`,
+				Kind: ProblemDuplicateSeries, Signal: SignalRunning},
+		},
+		{
+			name:        "a +Inf counter is absent",
+			text:        "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total +Inf\n",
+			sig:         SignalGenerationTokens,
+			wantProblem: Problem{Metric: "vllm:generation_tokens_total", Reason: "has value +Inf; generation_tokens_total is unknown", Kind: ProblemNonFinite, Signal: SignalGenerationTokens},
+		},
+		{
+			name: "a histogram without its +Inf bucket is rejected with a problem",
+			text: `# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{le="0.1"} 1
+vllm:time_to_first_token_seconds_bucket{le="0.5"} 3
+vllm:time_to_first_token_seconds_count 3
+vllm:time_to_first_token_seconds_sum 1
+`,
+			sig: SignalTTFT,
+			wantProblem: Problem{Metric: "vllm:time_to_first_token_seconds", Reason: `partial histogram: no le="+Inf" bucket; ttft_seconds is unknown`,
+				Kind: ProblemPartialHisto, Signal: SignalTTFT},
 		},
 	}
 	for _, tt := range tests {

@@ -117,18 +117,23 @@ func NormalizeDCGM(families map[string]*dto.MetricFamily) (DCGMSnapshot, error) 
 		if mf == nil {
 			continue
 		}
+		if key, dup := duplicateSeries(mf); dup {
+			d.Problems = append(d.Problems, Problem{Metric: f.name, Kind: ProblemDuplicateSeries, Signal: f.signal,
+				Reason: fmt.Sprintf("series {%s} appears more than once; dropped", capLabel(key))})
+			continue
+		}
 		for _, m := range mf.GetMetric() {
 			v, ok := scalarValue(mf.GetType(), m)
 			labels := gpuLabels(m)
 			switch {
 			case !ok:
-				d.Problems = append(d.Problems, Problem{Metric: f.name, Reason: fmt.Sprintf("is a %s, expected a gauge", strings.ToLower(mf.GetType().String()))})
+				d.Problems = append(d.Problems, Problem{Metric: f.name, Kind: ProblemWrongType, Signal: f.signal, Reason: fmt.Sprintf("is a %s, expected a gauge", strings.ToLower(mf.GetType().String()))})
 				continue
 			case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
-				d.Problems = append(d.Problems, Problem{Metric: f.name, Reason: fmt.Sprintf("gpu %s has value %v; dropped", gpuName(labels), v)})
+				d.Problems = append(d.Problems, Problem{Metric: f.name, Kind: ProblemNonFinite, Signal: f.signal, Reason: fmt.Sprintf("gpu %s has value %v; dropped", capLabel(gpuName(labels)), v)})
 				continue
 			case v >= dcgmSentinelFloor:
-				d.Problems = append(d.Problems, Problem{Metric: f.name, Reason: fmt.Sprintf("gpu %s reports DCGM sentinel %s (blank or not supported); dropped", gpuName(labels), strconv.FormatFloat(v, 'f', 0, 64))})
+				d.Problems = append(d.Problems, Problem{Metric: f.name, Kind: ProblemDCGMSentinel, Signal: f.signal, Reason: fmt.Sprintf("gpu %s reports DCGM sentinel %s (blank or not supported); dropped", capLabel(gpuName(labels)), strconv.FormatFloat(v, 'f', 0, 64))})
 				continue
 			}
 			g := byKey[labels]

@@ -26,7 +26,7 @@ var exported = []catalog.MetricDesc{
 	catalog.MetricReplicaTTFT, catalog.MetricReplicaTPOT, catalog.MetricReplicaKV,
 	catalog.MetricReplicaPreemptions, catalog.MetricReplicaGPUUtil, catalog.MetricReplicaLimiting,
 	catalog.MetricReplicaMixDrift, catalog.MetricReplicaEvalOK, catalog.MetricTargetUp,
-	catalog.MetricScrapeDuration, catalog.MetricKneeConcurrency, catalog.MetricKneeOutputTPS,
+	catalog.MetricScrapeDuration, catalog.MetricScrapeProblems, catalog.MetricKneeConcurrency, catalog.MetricKneeOutputTPS,
 	catalog.MetricKneeGoodput, catalog.MetricKneeKV, catalog.MetricSLOTTFT, catalog.MetricSLOTPOT,
 	catalog.MetricFleetReplicas, catalog.MetricFleetNeeded, catalog.MetricFleetHeadroom,
 	catalog.MetricEvaluations, catalog.MetricLastEvaluation,
@@ -102,9 +102,12 @@ func (e *Exporter) summary(ch chan<- prometheus.Metric, m catalog.MetricDesc, q 
 func (e *Exporter) collectReplica(ch chan<- prometheus.Metric, re *ReplicaEval, emit func(catalog.MetricDesc, float64, ...string)) {
 	emit(catalog.MetricTargetUp, boolValue(re.EngineUp), re.Replica, "engine")
 	emit(catalog.MetricScrapeDuration, re.EngineDuration.Seconds(), re.Replica, "engine")
-	if re.DCGMConfigured {
+	if re.DCGMConfigured && !re.DCGMPending {
 		emit(catalog.MetricTargetUp, boolValue(re.DCGMUp), re.Replica, "dcgm")
 		emit(catalog.MetricScrapeDuration, re.DCGMDuration.Seconds(), re.Replica, "dcgm")
+	}
+	for k, n := range re.Problems {
+		emit(catalog.MetricScrapeProblems, n, re.Replica, k.Source, k.Kind)
 	}
 
 	l := []string{re.Replica, re.Model, re.Profile}

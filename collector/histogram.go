@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -13,25 +12,25 @@ import (
 // errPartialHistogram marks a histogram without its +Inf bucket, such as a
 // truncated documentation example. Quantiles from it would be wrong, so the
 // signal is rejected.
-var errPartialHistogram = errors.New(`partial histogram: no le="+Inf" bucket`)
+var errPartialHistogram = histErr(ProblemPartialHisto, `partial histogram: no le="+Inf" bucket`)
 
 // histogramFromDTO validates one scraped histogram series and converts it.
 func histogramFromDTO(h *dto.Histogram) (Histogram, error) {
 	if h == nil || len(h.GetBucket()) == 0 {
-		return Histogram{}, errors.New("histogram has no buckets")
+		return Histogram{}, histErr(ProblemInvalidHisto, "histogram has no buckets")
 	}
 	buckets := make([]Bucket, 0, len(h.GetBucket()))
 	for _, b := range h.GetBucket() {
 		ub := b.GetUpperBound()
 		if math.IsNaN(ub) {
-			return Histogram{}, errors.New("bucket with le=NaN")
+			return Histogram{}, histErr(ProblemInvalidHisto, "bucket with le=NaN")
 		}
 		c := float64(b.GetCumulativeCount())
 		if b.CumulativeCountFloat != nil {
 			c = b.GetCumulativeCountFloat()
 		}
 		if math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
-			return Histogram{}, fmt.Errorf("bucket le=%q has count %v", formatBound(ub), c)
+			return Histogram{}, histErr(ProblemNonFinite, "bucket le=%q has count %v", formatBound(ub), c)
 		}
 		buckets = append(buckets, Bucket{UpperBound: ub, Count: c})
 	}
@@ -46,10 +45,10 @@ func histogramFromDTO(h *dto.Histogram) (Histogram, error) {
 	})
 	for i := 1; i < len(buckets); i++ {
 		if buckets[i].UpperBound == buckets[i-1].UpperBound {
-			return Histogram{}, fmt.Errorf("bucket le=%q appears twice", formatBound(buckets[i].UpperBound))
+			return Histogram{}, histErr(ProblemDuplicateSeries, "bucket le=%q appears twice (duplicate series?)", formatBound(buckets[i].UpperBound))
 		}
 		if buckets[i].Count < buckets[i-1].Count {
-			return Histogram{}, fmt.Errorf("cumulative count falls from %v at le=%q to %v at le=%q",
+			return Histogram{}, histErr(ProblemNonMonotonic, "cumulative count falls from %v at le=%q to %v at le=%q",
 				buckets[i-1].Count, formatBound(buckets[i-1].UpperBound), buckets[i].Count, formatBound(buckets[i].UpperBound))
 		}
 	}
@@ -66,8 +65,13 @@ func histogramFromDTO(h *dto.Histogram) (Histogram, error) {
 	case h.SampleCount != nil:
 		out.Count = float64(h.GetSampleCount())
 	}
-	if h.SampleSum != nil {
+	// A non-finite _sum or _count is as good as none: kept, it would
+	// poison every mean and every accumulated sum from here on.
+	if h.SampleSum != nil && !math.IsNaN(h.GetSampleSum()) && !math.IsInf(h.GetSampleSum(), 0) {
 		out.Sum = h.GetSampleSum()
+	}
+	if math.IsNaN(out.Count) || math.IsInf(out.Count, 0) || out.Count < 0 {
+		out.Count = last.Count
 	}
 	return out, nil
 }

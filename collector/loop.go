@@ -3,7 +3,9 @@ package collector
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -66,7 +68,9 @@ type WatcherOptions struct {
 	Limits         ScrapeLimits
 	TargetHeadroom float64 // for fleet sizing, 0..1
 	Knee           knee.Options
-	// Parallelism bounds concurrent scrapes per round (default 16).
+	// Parallelism bounds concurrent engine scrapes in EvaluateOnce
+	// (default 16). Run gives every target its own loop instead; what
+	// bounds its parallel scrapes is Limits' memory budget.
 	Parallelism int
 	Logger      *slog.Logger
 	// Now is the clock (default time.Now); tests inject one.
@@ -77,28 +81,60 @@ type WatcherOptions struct {
 	Probes probe.Summaries
 }
 
-// Watcher scrapes every target each round, keeps a window per replica,
-// evaluates headroom, and publishes an immutable Round that the exporter
-// reads. One goroutine (Run) owns the windows; readers only load the
-// latest Round.
+// Watcher scrapes every target, keeps a window per replica, evaluates
+// headroom, and publishes an immutable Round that the exporter reads.
+//
+// Under Run, every replica and every DCGM endpoint is scraped by its own
+// loop on its own schedule (staggered over the interval, as Prometheus
+// staggers its targets): a slow or hung source delays only itself, never
+// the other replicas' evaluations. Each replica's evaluation is stamped
+// with its own time; a Round gathers the latest evaluation of every
+// replica. EvaluateOnce and Replay evaluate every replica once, together,
+// for tests and virtual-time benches.
 type Watcher struct {
 	opts WatcherOptions
 
-	mu      sync.Mutex // guards targets between SetTargets and a round
+	mu      sync.Mutex // guards targets, dcgm, runCtx and opts.Limits
 	targets map[string]*replicaState
+	dcgm    map[string]*dcgmSource // by URL, shared by the replicas of a node
+	// runCtx is Run's context while it runs (nil otherwise): SetTargets
+	// starts the loops of new targets under it.
+	runCtx context.Context
+	// dirty wakes the publisher after a replica evaluation.
+	dirty chan struct{}
+	// logs rate-limits repeated scrape failure and problem logs.
+	logs *logLimiter
 
 	latest      atomic.Pointer[Round]
 	evaluations atomic.Uint64
 }
 
 type replicaState struct {
+	// mu serializes evaluations of the replica (its loop, EvaluateOnce,
+	// Replay) and SetTargets' update of target: one owner of the window at
+	// a time.
+	mu       sync.Mutex
 	target   Target
 	window   *Window
 	counters sloCounters
 	// model is the last model the engine reported, so a failed scrape
 	// keeps the replica's series under the same labels.
 	model string
+	// problems counts the scrape problems seen, by source and kind.
+	problems map[ProblemKey]float64
+	// lastDCGM is the time of the last DCGM scrape whose problems were
+	// counted.
+	lastDCGM time.Time
+	// last is the replica's latest evaluation, read by the publisher.
+	last atomic.Pointer[ReplicaEval]
+	// stop ends the replica's loop (nil when no loop runs); guarded by
+	// Watcher.mu.
+	stop context.CancelFunc
 }
+
+// ProblemKey counts scrape problems by source ("engine", "dcgm") and kind
+// (one of the Problem* constants).
+type ProblemKey struct{ Source, Kind string }
 
 // Round is the result of one evaluation round. It is never modified after
 // it is published.
@@ -109,18 +145,29 @@ type Round struct {
 	Evaluations uint64
 }
 
-// ReplicaEval is one replica's state after a round.
+// ReplicaEval is one replica's state after its latest evaluation.
 type ReplicaEval struct {
 	Replica, Model, Profile string
+	// At is when the replica was evaluated (its engine scrape's start, or
+	// the clock when the scrape failed): each replica has its own time.
+	At time.Time
 
 	EngineUp       bool
 	EngineError    string
 	EngineDuration time.Duration
 
 	DCGMConfigured bool
-	DCGMUp         bool
-	DCGMError      string
-	DCGMDuration   time.Duration
+	// DCGMPending is true until the replica's DCGM endpoint has been
+	// scraped once: its up-ness is not known yet, so it is not exported.
+	DCGMPending  bool
+	DCGMUp       bool
+	DCGMError    string
+	DCGMDuration time.Duration
+
+	// Problems counts, since the replica was added, what its scrapes
+	// carried that could not be used, by source and kind. Never modified
+	// after the evaluation is stored.
+	Problems map[ProblemKey]float64
 
 	Observation knee.Observation
 	Result      knee.Result
@@ -147,6 +194,17 @@ const (
 	// ReasonProbesFailing marks a replica whose synthetic probes all failed
 	// over the window: it serves metrics but not tokens.
 	ReasonProbesFailing = "probes_failing"
+	// ReasonUnusableSignal marks a replica whose latest scrape carried a
+	// signal a headroom dimension reads (load, throughput, KV cache) that
+	// could not be used (NaN, ±Inf, negative counter, duplicate series…):
+	// a headroom from the remaining dimensions would look confident while
+	// missing the one that may be the limit.
+	ReasonUnusableSignal = "unusable_signal"
+	// ReasonWarmingUp marks a replica whose window does not yet span
+	// enough scrapes (at start, when it appears, or after its engine was
+	// unreachable for a window) for rates and means that mean what they
+	// say.
+	ReasonWarmingUp = "warming_up"
 )
 
 // NewWatcher returns a Watcher with no targets.
@@ -166,12 +224,42 @@ func NewWatcher(opts WatcherOptions) *Watcher {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Watcher{opts: opts, targets: map[string]*replicaState{}}
+	opts.Limits = opts.Limits.withBudget()
+	return &Watcher{
+		opts: opts, targets: map[string]*replicaState{}, dcgm: map[string]*dcgmSource{},
+		dirty: make(chan struct{}, 1), logs: newLogLimiter(opts.Logger, logRepeatEvery),
+	}
+}
+
+// logRepeatEvery is how often an unchanged scrape failure or problem is
+// logged again: a target down for an hour logs 60 lines, not 720.
+const logRepeatEvery = time.Minute
+
+// SetLimits replaces the scrape limits (a config reload); scrapes started
+// afterwards use them.
+func (w *Watcher) SetLimits(l ScrapeLimits) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.opts.Limits = l.withBudget()
+}
+
+// SetTargetHeadroom replaces the fleet sizing target (a config reload).
+func (w *Watcher) SetTargetHeadroom(h float64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.opts.TargetHeadroom = h
+}
+
+func (w *Watcher) limits() ScrapeLimits {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.opts.Limits
 }
 
 // SetTargets replaces the watched replicas. A replica whose metrics URL is
-// unchanged keeps its window; a replica that is gone is dropped, so its
-// series disappear from the next round.
+// unchanged keeps its window (a reload that only changes its profile does
+// not restart its rates); a replica that is gone is dropped, so its series
+// disappear from the next round.
 func (w *Watcher) SetTargets(targets []Target) error {
 	next := make(map[string]*replicaState, len(targets))
 	w.mu.Lock()
@@ -184,7 +272,9 @@ func (w *Watcher) SetTargets(targets []Target) error {
 			return fmt.Errorf("replica %q appears twice", t.Replica)
 		}
 		if old, ok := w.targets[t.Replica]; ok && old.target.MetricsURL == t.MetricsURL {
+			old.mu.Lock()
 			old.target = t
+			old.mu.Unlock()
 			next[t.Replica] = old
 			continue
 		}
@@ -192,9 +282,24 @@ func (w *Watcher) SetTargets(targets []Target) error {
 		if err != nil {
 			return err
 		}
-		next[t.Replica] = &replicaState{target: t, window: win}
+		next[t.Replica] = &replicaState{target: t, window: win, problems: map[ProblemKey]float64{}}
+	}
+	for name, old := range w.targets {
+		if next[name] != old && old.stop != nil {
+			old.stop()
+			old.stop = nil
+		}
 	}
 	w.targets = next
+	w.syncDCGMLocked()
+	if w.runCtx != nil {
+		for _, s := range next {
+			if s.stop == nil {
+				w.startReplicaLocked(s)
+			}
+		}
+	}
+	w.signal()
 	return nil
 }
 
@@ -209,43 +314,163 @@ func (w *Watcher) Latest() *Round { return w.latest.Load() }
 // Ready reports whether a round has been published.
 func (w *Watcher) Ready() bool { return w.latest.Load() != nil }
 
-// Run evaluates a round immediately and then every interval until ctx ends.
+// Run scrapes and evaluates every replica on its own schedule, and
+// publishes rounds, until ctx ends.
 func (w *Watcher) Run(ctx context.Context) error {
-	t := time.NewTicker(w.opts.Interval)
-	defer t.Stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w.mu.Lock()
+	w.runCtx = ctx
+	w.syncDCGMLocked()
+	for _, s := range w.targets {
+		w.startReplicaLocked(s)
+	}
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.runCtx = nil
+		for _, s := range w.targets {
+			s.stop = nil
+		}
+		w.syncDCGMLocked()
+		w.mu.Unlock()
+	}()
+	// Rounds are published at most every spacing, so a fleet of hundreds
+	// of replicas does not rebuild a round for each replica's evaluation.
+	spacing := min(w.opts.Interval/10, 250*time.Millisecond)
 	for {
-		w.EvaluateOnce(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-w.dirty:
+		}
+		w.publishLatest()
+		if !sleep(ctx, spacing) {
+			return nil
 		}
 	}
 }
 
-// EvaluateOnce scrapes every target, evaluates it and publishes the round.
+// signal wakes the publisher without blocking.
+func (w *Watcher) signal() {
+	select {
+	case w.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// stagger spreads loops over the interval by a hash of their key, so the
+// scrapes of a large fleet do not all start at once, and a key keeps its
+// phase across restarts.
+func (w *Watcher) stagger(key string) time.Duration {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	return time.Duration(h.Sum64() % uint64(w.opts.Interval))
+}
+
+// startReplicaLocked starts s's loop under runCtx. w.mu must be held.
+func (w *Watcher) startReplicaLocked(s *replicaState) {
+	ctx, stop := context.WithCancel(w.runCtx)
+	s.stop = stop
+	offset := w.stagger(s.target.Replica)
+	go func() {
+		if !sleep(ctx, offset) {
+			return
+		}
+		t := time.NewTicker(w.opts.Interval)
+		defer t.Stop()
+		for {
+			w.evaluateReplica(ctx, s, w.dcgmLatest)
+			w.signal()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// sleep waits d or until ctx ends, reporting whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// EvaluateOnce scrapes every target and its DCGM endpoint (DCGM alongside
+// the engines, at most Parallelism engine scrapes in flight), evaluates
+// each replica and publishes the round.
 func (w *Watcher) EvaluateOnce(ctx context.Context) *Round {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	states := w.sortedStatesLocked()
+	urls := w.dcgmURLsLocked()
+	w.mu.Unlock()
+
+	type pending struct {
+		done chan struct{}
+		res  dcgmResult
+	}
+	dcgm := make(map[string]*pending, len(urls))
+	for url, client := range urls {
+		p := &pending{done: make(chan struct{})}
+		dcgm[url] = p
+		go func() {
+			defer close(p.done)
+			p.res = w.scrapeDCGMOnce(ctx, url, client)
+		}()
+	}
+	wait := func(url string) *dcgmResult {
+		p, ok := dcgm[url]
+		if !ok {
+			return nil
+		}
+		<-p.done
+		return &p.res
+	}
+	sem := make(chan struct{}, w.opts.Parallelism)
+	var wg sync.WaitGroup
+	for _, s := range states {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			w.evaluateReplica(ctx, s, wait)
+		}()
+	}
+	wg.Wait()
+	return w.publishLatest()
+}
+
+func (w *Watcher) sortedStatesLocked() []*replicaState {
 	states := make([]*replicaState, 0, len(w.targets))
 	for _, s := range w.targets {
 		states = append(states, s)
 	}
 	sort.Slice(states, func(i, j int) bool { return states[i].target.Replica < states[j].target.Replica })
+	return states
+}
 
-	dcgm := w.scrapeDCGM(ctx, states)
-	evals := make([]ReplicaEval, len(states))
-	sem := make(chan struct{}, w.opts.Parallelism)
-	var wg sync.WaitGroup
-	for i, s := range states {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			evals[i] = w.evaluate(ctx, s, dcgm)
-		}()
+// publishLatest gathers every replica's latest evaluation into a round and
+// publishes it. A replica not yet evaluated is left out until it is.
+func (w *Watcher) publishLatest() *Round {
+	w.mu.Lock()
+	states := w.sortedStatesLocked()
+	w.mu.Unlock()
+	evals := make([]ReplicaEval, 0, len(states))
+	for _, s := range states {
+		if e := s.last.Load(); e != nil {
+			evals = append(evals, *e)
+		}
 	}
-	wg.Wait()
 	return w.publish(evals)
 }
 
@@ -257,47 +482,41 @@ func (w *Watcher) publish(evals []ReplicaEval) *Round {
 			byModel[e.Model] = append(byModel[e.Model], e.Result)
 		}
 	}
+	w.mu.Lock()
+	target := w.opts.TargetHeadroom
+	w.mu.Unlock()
 	r := &Round{
 		At:          w.opts.Now(),
 		Replicas:    evals,
-		Fleet:       knee.FleetSummary(byModel, w.opts.TargetHeadroom),
+		Fleet:       knee.FleetSummary(byModel, target),
 		Evaluations: w.evaluations.Add(1),
 	}
 	w.latest.Store(r)
 	return r
 }
 
-type dcgmResult struct {
-	snap     DCGMSnapshot
-	err      error
-	duration time.Duration
-}
-
-// scrapeDCGM fetches each distinct DCGM endpoint once per round: one
-// dcgm-exporter usually serves every GPU of a node, shared by its replicas.
-func (w *Watcher) scrapeDCGM(ctx context.Context, states []*replicaState) map[string]dcgmResult {
-	urls := map[string]*http.Client{}
-	for _, s := range states {
-		if d := s.target.DCGM; d != nil {
-			urls[d.URL] = d.Client
+// evaluateReplica scrapes s's engine, takes its DCGM result from dcgmOf,
+// evaluates it and stores the evaluation as s's latest.
+func (w *Watcher) evaluateReplica(ctx context.Context, s *replicaState, dcgmOf func(url string) *dcgmResult) {
+	s.mu.Lock()
+	t := s.target
+	s.mu.Unlock()
+	start := time.Now()
+	snap, err := NewScraper(t.Client, w.limits()).Scrape(ctx, t.MetricsURL, Options{Engine: t.Engine, Model: t.Model})
+	if ctx.Err() != nil {
+		return // stopped (shutdown, or the target was removed): not a failure
+	}
+	out := scrapeOutcome{snap: snap, err: err, duration: time.Since(start), at: w.opts.Now()}
+	if d := t.DCGM; d != nil {
+		out.dcgm = dcgmOf(d.URL)
+		if out.dcgm == nil {
+			out.dcgm = &dcgmResult{pending: true}
 		}
 	}
-	out := make(map[string]dcgmResult, len(urls))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for url, client := range urls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			start := time.Now()
-			snap, err := NewScraper(client, w.opts.Limits).ScrapeDCGM(ctx, url)
-			mu.Lock()
-			out[url] = dcgmResult{snap: snap, err: err, duration: time.Since(start)}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return out
+	s.mu.Lock()
+	e := w.assess(s, out)
+	s.mu.Unlock()
+	s.last.Store(&e)
 }
 
 // scrapeOutcome is what one round fetched for one replica.
@@ -305,26 +524,18 @@ type scrapeOutcome struct {
 	snap     Snapshot
 	err      error
 	duration time.Duration
-	dcgm     *dcgmResult // nil when the replica has no DCGM target
-}
-
-func (w *Watcher) evaluate(ctx context.Context, s *replicaState, dcgm map[string]dcgmResult) ReplicaEval {
-	t := s.target
-	start := time.Now()
-	snap, err := NewScraper(t.Client, w.opts.Limits).Scrape(ctx, t.MetricsURL, Options{Engine: t.Engine, Model: t.Model})
-	out := scrapeOutcome{snap: snap, err: err, duration: time.Since(start)}
-	if d := t.DCGM; d != nil {
-		r := dcgm[d.URL]
-		out.dcgm = &r
-	}
-	return w.assess(s, out)
+	// at is when a failed scrape was evaluated (a successful one is
+	// stamped with its snapshot's time).
+	at   time.Time
+	dcgm *dcgmResult // nil when the replica has no DCGM target
 }
 
 // assess folds one round's scrapes into the replica's window and evaluates
 // it. It does no I/O, so tests can feed it a fixed sequence of snapshots.
+// s.mu must be held (or s not shared).
 func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 	t := s.target
-	e := ReplicaEval{Replica: t.Replica, Model: t.Model, Profile: t.ProfileName, EngineDuration: out.duration}
+	e := ReplicaEval{Replica: t.Replica, Model: t.Model, Profile: t.ProfileName, EngineDuration: out.duration, At: out.at}
 	switch {
 	case t.Profile != nil:
 		slo, k := t.Profile.SLO, t.Profile.Knee
@@ -334,10 +545,13 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 		e.SLO = &slo
 	}
 	if out.err == nil && out.snap.Model != "" {
-		s.model = out.snap.Model
+		s.model = capLabel(out.snap.Model)
 	}
 	if e.Model == "" {
 		e.Model = s.model
+	}
+	if s.problems == nil {
+		s.problems = map[ProblemKey]float64{}
 	}
 
 	var gpus []GPUSnapshot
@@ -345,6 +559,8 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 		e.DCGMConfigured = true
 		e.DCGMDuration = out.dcgm.duration
 		switch {
+		case out.dcgm.pending:
+			e.DCGMPending = true
 		case out.dcgm.err != nil:
 			e.DCGMError = out.dcgm.err.Error()
 		default:
@@ -354,19 +570,33 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 			} else {
 				e.DCGMUp = true
 			}
+			// One DCGM scrape may serve several evaluations of the
+			// replica: count its problems once.
+			if at := out.dcgm.snap.Time; at.After(s.lastDCGM) {
+				s.lastDCGM = at
+				w.countProblems(s, "dcgm", out.dcgm.snap.Problems)
+			}
 		}
+		w.logs.failure(t.Replica+"/dcgm", "DCGM scrape failed", e.DCGMError, "replica", t.Replica)
 	}
 
 	if out.err != nil {
 		e.EngineError = out.err.Error()
-		w.opts.Logger.Warn("engine scrape failed", "replica", t.Replica, "err", out.err)
+		w.logs.failure(t.Replica+"/engine", "engine scrape failed", e.EngineError, "replica", t.Replica)
 		e.Observation = knee.NewObservation()
 		e.Result = knee.Evaluate(e.Observation, nil, w.opts.Knee)
 		e.Result.Reason = ReasonEngineDown
 		return w.withCounters(e, s)
 	}
+	w.logs.failure(t.Replica+"/engine", "engine scrape failed", "", "replica", t.Replica)
 	e.EngineUp = true
 	snap := out.snap
+	e.At = snap.Time
+	if snap.Model != "" && len(snap.Model) > MaxLabelValueBytes {
+		snap.Problems = append(snap.Problems, Problem{Metric: "model label", Kind: ProblemLabelTooLong,
+			Reason: fmt.Sprintf("model label value of %d bytes exported as %q", len(snap.Model), capLabel(snap.Model))})
+	}
+	w.countProblems(s, "engine", snap.Problems)
 	snap.AttachGPUs(gpus)
 	if err := s.window.Add(snap); err != nil {
 		w.opts.Logger.Warn("snapshot rejected", "replica", t.Replica, "err", err)
@@ -375,6 +605,18 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 
 	e.Observation = Observe(s.window, snap.Time, e.SLO)
 	e.Result = knee.Evaluate(e.Observation, t.Profile, w.opts.Knee)
+	unusable := ""
+	switch p, bad := unusableDimension(snap); {
+	case bad && t.Profile != nil:
+		// Before knee's own reasons: a duplicated in-flight gauge leaves
+		// the load unknown, and "unusable" says why.
+		unusable = p.String()
+		e.Result = notOK(w.opts.Knee, ReasonUnusableSignal)
+	case !e.Result.OK:
+	case !s.window.WarmedUp(snap.Time):
+		e.Result = notOK(w.opts.Knee, ReasonWarmingUp)
+	}
+	w.logs.failure(t.Replica+"/unusable", "headroom withheld: a dimension's signal is unusable", unusable, "replica", t.Replica)
 	if e.Result.OK && e.Knee != nil {
 		// The knee compared with, moved with the mix when the profile has a
 		// mix model: the one the on-call should see beside the headroom.
@@ -383,15 +625,42 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 	}
 	if w.opts.Probes != nil {
 		if ps, ok := w.opts.Probes.Summary(t.Replica); ok && ps.AllFailing {
-			e.Result = knee.Evaluate(knee.NewObservation(), nil, w.opts.Knee)
-			e.Result.Reason = ReasonProbesFailing
+			e.Result = notOK(w.opts.Knee, ReasonProbesFailing)
 		}
 	}
 	return w.withCounters(e, s)
 }
 
+// notOK is a result with every value unknown and the given reason.
+func notOK(opts knee.Options, reason string) knee.Result {
+	r := knee.Evaluate(knee.NewObservation(), nil, opts)
+	r.Reason = reason
+	return r
+}
+
+// countProblems adds a scrape's problems to the replica's counters and
+// logs them, each kind at most once per logRepeatEvery per replica.
+func (w *Watcher) countProblems(s *replicaState, source string, problems []Problem) {
+	seen := map[string]bool{}
+	for _, p := range problems {
+		kind := p.Kind
+		if kind == "" {
+			kind = ProblemInvalidLabel
+		}
+		s.problems[ProblemKey{Source: source, Kind: kind}]++
+		if !seen[kind] {
+			seen[kind] = true
+			w.logs.every(s.target.Replica+"/"+source+"/"+kind, "scrape problem", "replica", s.target.Replica,
+				"source", source, "problem", kind, "detail", capText(p.String()))
+		}
+	}
+}
+
 func (w *Watcher) withCounters(e ReplicaEval, s *replicaState) ReplicaEval {
-	if e.SLO != nil && s.counters.prev != nil {
+	if len(s.problems) > 0 {
+		e.Problems = maps.Clone(s.problems)
+	}
+	if e.SLO != nil && s.counters.seen {
 		e.HasCounters = true
 		e.RequestsTotal = s.counters.total
 		e.GoodTTFTRequests = s.counters.goodTTFT

@@ -27,9 +27,9 @@ func Observe(w *Window, at time.Time, slo *knee.SLO) knee.Observation {
 	o.GPUUtilization = value(w.GaugeMean(at, SignalGPUUtilization))
 	o.QueueGrowthPerSecond = value(w.GaugeSlope(at, SignalWaiting))
 
-	o.OutputTokensPerSecond = value(w.Rate(SignalGenerationTokens, at))
-	o.PromptTokensPerSecond = value(w.Rate(SignalPromptTokens, at))
-	o.PreemptionsPerSecond = value(w.Rate(SignalPreemptions, at))
+	o.OutputTokensPerSecond = value(w.SampledRate(SignalGenerationTokens, at))
+	o.PromptTokensPerSecond = value(w.SampledRate(SignalPromptTokens, at))
+	o.PreemptionsPerSecond = value(w.SampledRate(SignalPreemptions, at))
 
 	// Finished requests: the engine's own counter when it has one, else the
 	// count of the per-request latency histograms.
@@ -38,7 +38,7 @@ func Observe(w *Window, at time.Time, slo *knee.SLO) knee.Observation {
 		finished = SignalUnknown
 	}
 	if finished != SignalUnknown {
-		o.RequestsPerSecond = value(w.Rate(finished, at))
+		o.RequestsPerSecond = value(w.SampledRate(finished, at))
 		o.MeanPromptTokens = value(w.CounterRatio(SignalPromptTokens, finished, at))
 		o.MeanOutputTokens = value(w.CounterRatio(SignalGenerationTokens, finished, at))
 	}
@@ -92,8 +92,15 @@ func attainment(w *Window, sig Signal, threshold float64, at time.Time) float64 
 // over hours without kneewatch keeping hours of snapshots. Each scrape adds
 // the histogram's increase since the previous scrape (a decrease is a
 // counter reset: the new value is the increase).
+//
+// A delta that is not finite (a NaN or +Inf _sum for one scrape) is
+// skipped, not added: once added, the exported sum would stay NaN for good
+// after the upstream recovered.
 type sloCounters struct {
-	prev     map[Signal]Histogram
+	prev map[Signal]Histogram
+	// seen is set once a TTFT histogram has been read: before, the counts
+	// are unknown, not zero.
+	seen     bool
 	total    float64 // requests, from the TTFT histogram's count
 	goodTTFT float64
 	goodTPOT float64
@@ -109,10 +116,13 @@ func (c *sloCounters) add(s Snapshot, slo *knee.SLO) {
 	if c.prev == nil {
 		c.prev = map[Signal]Histogram{}
 	}
+	if _, ok := s.Histogram(SignalTTFT); ok {
+		c.seen = true
+	}
 	ttft, ttftOK := c.delta(s, SignalTTFT)
 	if ttftOK {
 		c.total += ttft.Count
-		c.sumTTFT += ttft.Sum
+		c.sumTTFT = addFinite(c.sumTTFT, ttft.Sum)
 		if frac, _ := bucketFractionBelow(slo.TTFT.Seconds(), ttft.Buckets); !math.IsNaN(frac) {
 			c.goodTTFT += frac * ttft.Count
 		}
@@ -126,7 +136,7 @@ func (c *sloCounters) add(s Snapshot, slo *knee.SLO) {
 		return
 	}
 	c.countTPOT += tpot.Count
-	c.sumTPOT += tpot.Sum
+	c.sumTPOT = addFinite(c.sumTPOT, tpot.Sum)
 	frac, _ := bucketFractionBelow(slo.TPOT.Seconds(), tpot.Buckets)
 	if math.IsNaN(frac) {
 		return
@@ -169,4 +179,12 @@ func (c *sloCounters) delta(s Snapshot, sig Signal) (Histogram, bool) {
 		}
 	}
 	return d, true
+}
+
+// addFinite adds d to sum unless d is NaN or infinite.
+func addFinite(sum, d float64) float64 {
+	if math.IsNaN(d) || math.IsInf(d, 0) {
+		return sum
+	}
+	return sum + d
 }

@@ -3,7 +3,6 @@ package collector
 import (
 	"errors"
 	"fmt"
-	"sort"
 )
 
 // ReplayScrape is one replica's scrapes for one replayed round, fetched
@@ -34,32 +33,35 @@ var errNotReplayed = errors.New("no scrape in the replayed round")
 // WatcherOptions.Now to the virtual clock, since the round is stamped with it.
 func (w *Watcher) Replay(scrapes []ReplayScrape) (*Round, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	byReplica := make(map[string]*ReplayScrape, len(scrapes))
 	for i := range scrapes {
 		s := &scrapes[i]
 		if _, ok := w.targets[s.Replica]; !ok {
+			w.mu.Unlock()
 			return nil, fmt.Errorf("replay: replica %q is not a target", s.Replica)
 		}
 		if _, dup := byReplica[s.Replica]; dup {
+			w.mu.Unlock()
 			return nil, fmt.Errorf("replay: replica %q appears twice in one round", s.Replica)
 		}
 		if s.EngineErr == nil && s.Engine.Time.IsZero() {
+			w.mu.Unlock()
 			return nil, fmt.Errorf("replay: replica %q: engine snapshot has no time", s.Replica)
 		}
 		byReplica[s.Replica] = s
 	}
+	states := w.sortedStatesLocked()
+	w.mu.Unlock()
 
-	states := make([]*replicaState, 0, len(w.targets))
-	for _, s := range w.targets {
-		states = append(states, s)
+	for _, s := range states {
+		out := replayOutcome(s.target, byReplica[s.target.Replica])
+		out.at = w.opts.Now()
+		s.mu.Lock()
+		e := w.assess(s, out)
+		s.mu.Unlock()
+		s.last.Store(&e)
 	}
-	sort.Slice(states, func(i, j int) bool { return states[i].target.Replica < states[j].target.Replica })
-	evals := make([]ReplicaEval, len(states))
-	for i, s := range states {
-		evals[i] = w.assess(s, replayOutcome(s.target, byReplica[s.target.Replica]))
-	}
-	return w.publish(evals), nil
+	return w.publishLatest(), nil
 }
 
 // replayOutcome turns a replayed scrape into what a live round would have fetched.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -24,13 +25,32 @@ const (
 	DefaultScrapeTimeout = 10 * time.Second
 	DefaultMaxBodyBytes  = 16 << 20
 	DefaultMaxSeries     = 50_000
+	// DefaultMemoryBudgetBytes bounds the memory of the scrapes in flight
+	// at once (see ScrapeLimits.MemoryBudgetBytes).
+	DefaultMemoryBudgetBytes = 256 << 20
 )
 
-// acceptHeader asks for the classic text format, the only one parsed here.
-const acceptHeader = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
+// NoLimit, in a ScrapeLimits size or count field, means no limit at all
+// (zero means the default).
+const NoLimit = -1
+
+// acceptHeader asks for OpenMetrics first and the classic text format
+// second, as Prometheus does; both text formats are parsed. Protobuf is
+// not asked for.
+const acceptHeader = "application/openmetrics-text;version=1.0.0;q=0.6," +
+	"application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1"
+
+// parseCostFactor is the memory a scrape holds per body byte while it
+// reads the body; seriesCost is what each parsed series adds on top (its
+// metric, label pairs and strings in client_model form, measured at
+// 300–500 bytes for short series).
+const (
+	parseCostFactor = 1
+	seriesCost      = 512
+)
 
 // ScrapeLimits bound what one scrape may cost. Zero fields take the
-// Default* values.
+// Default* values; NoLimit removes a limit.
 type ScrapeLimits struct {
 	// Timeout bounds the whole request, body included.
 	Timeout time.Duration
@@ -40,17 +60,36 @@ type ScrapeLimits struct {
 	// MaxSeries bounds the number of sample lines, as Prometheus's
 	// sample_limit does.
 	MaxSeries int
+	// MemoryBudgetBytes bounds what the scrapes in flight at once hold
+	// together, counted as the body's bytes plus seriesCost per series
+	// parsed: a scrape waits for budget before it reads its body (holding
+	// none while it waits), and fails if the budget runs out while it
+	// reads or parses, rather than letting many parallel scrapes of large
+	// bodies take the process's memory. A scrape refused for the budget is
+	// retried at its next interval. Scrapes sharing Budget share
+	// the bound.
+	MemoryBudgetBytes int64
+	// Budget is the shared budget, built from MemoryBudgetBytes when nil.
+	Budget *MemoryBudget
 }
 
 func (l ScrapeLimits) withDefaults() ScrapeLimits {
 	if l.Timeout <= 0 {
 		l.Timeout = DefaultScrapeTimeout
 	}
-	if l.MaxBodyBytes <= 0 {
+	if l.MaxBodyBytes == 0 {
 		l.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if l.MaxSeries <= 0 {
+	if l.MaxSeries == 0 {
 		l.MaxSeries = DefaultMaxSeries
+	}
+	return l.withBudget()
+}
+
+// withBudget builds the shared budget unless one of the right size is set.
+func (l ScrapeLimits) withBudget() ScrapeLimits {
+	if l.Budget == nil || l.Budget.size != budgetSize(l.MemoryBudgetBytes) {
+		l.Budget = NewMemoryBudget(l.MemoryBudgetBytes)
 	}
 	return l
 }
@@ -59,10 +98,11 @@ func (l ScrapeLimits) withDefaults() ScrapeLimits {
 var (
 	ErrBodyTooLarge  = errors.New("body exceeds size limit")
 	ErrTooManySeries = errors.New("too many series")
+	ErrMemoryBudget  = errors.New("scrape memory budget exhausted")
 )
 
 // ScrapeError says which target failed and how. The URL is redacted of any
-// password.
+// password and query parameter values.
 type ScrapeError struct {
 	URL string
 	Err error
@@ -104,7 +144,8 @@ func NewHTTPClient(cfg config.HTTPClientConfig, name string) (*http.Client, erro
 // Scrape fetches an engine's metrics and normalizes them with opts.
 // Snapshot.Time is when the request started, as in Prometheus.
 func (s *Scraper) Scrape(ctx context.Context, target string, opts Options) (Snapshot, error) {
-	families, at, err := s.Fetch(ctx, target)
+	families, at, release, err := s.fetch(ctx, target)
+	defer release()
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -118,7 +159,8 @@ func (s *Scraper) Scrape(ctx context.Context, target string, opts Options) (Snap
 
 // ScrapeDCGM fetches a dcgm-exporter endpoint and reads its GPUs.
 func (s *Scraper) ScrapeDCGM(ctx context.Context, target string) (DCGMSnapshot, error) {
-	families, at, err := s.Fetch(ctx, target)
+	families, at, release, err := s.fetch(ctx, target)
+	defer release()
 	if err != nil {
 		return DCGMSnapshot{}, err
 	}
@@ -130,36 +172,50 @@ func (s *Scraper) ScrapeDCGM(ctx context.Context, target string) (DCGMSnapshot, 
 	return d, nil
 }
 
-// Fetch GETs target within the limits and parses the text exposition. It
+// Fetch GETs target within the limits and parses the exposition. It
 // returns the families and the time the request started.
 func (s *Scraper) Fetch(ctx context.Context, target string) (map[string]*dto.MetricFamily, time.Time, error) {
+	families, at, release, err := s.fetch(ctx, target)
+	release()
+	return families, at, err
+}
+
+// fetch is Fetch keeping the scrape's memory reservation until release is
+// called, after the families have been normalized.
+func (s *Scraper) fetch(ctx context.Context, target string) (map[string]*dto.MetricFamily, time.Time, func(), error) {
 	start := s.now()
-	fail := func(err error) (map[string]*dto.MetricFamily, time.Time, error) {
-		return nil, start, &ScrapeError{URL: redact(target), Err: err}
+	res := s.limits.Budget.reservation()
+	fail := func(err error) (map[string]*dto.MetricFamily, time.Time, func(), error) {
+		res.release()
+		return nil, start, func() {}, &ScrapeError{URL: redact(target), Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Timeout)
 	defer cancel()
-	body, err := s.get(ctx, target)
+	body, format, err := s.get(ctx, target, res)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("timed out after %s: %w", s.limits.Timeout, err)
 		}
 		return fail(err)
 	}
-	if n := countSampleLines(body); n > s.limits.MaxSeries {
+	n := countSampleLines(body)
+	if s.limits.MaxSeries > 0 && n > s.limits.MaxSeries {
 		return fail(fmt.Errorf("%w: %d sample lines, limit %d", ErrTooManySeries, n, s.limits.MaxSeries))
 	}
-	families, err := ParseText(bytes.NewReader(body))
+	if err := res.grow(int64(n) * seriesCost); err != nil {
+		return fail(fmt.Errorf("parsing %d series: %w", n, err))
+	}
+	families, err := parse(body, format)
 	if err != nil {
 		return fail(err)
 	}
-	return families, start, nil
+	return families, start, res.release, nil
 }
 
-func (s *Scraper) get(ctx context.Context, target string) ([]byte, error) {
+func (s *Scraper) get(ctx context.Context, target string, res *reservation) ([]byte, expfmt.Format, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return nil, fmt.Errorf("bad URL: %w", err)
+		return nil, "", errors.New("bad URL")
 	}
 	req.Header.Set("Accept", acceptHeader)
 	// Set explicitly so the body is decoded here, after which the size
@@ -168,35 +224,102 @@ func (s *Scraper) get(ctx context.Context, target string) ([]byte, error) {
 	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", strconv.FormatFloat(s.limits.Timeout.Seconds(), 'f', -1, 64))
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, "", redactURLError(err)
 	}
 	defer func() {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		_ = resp.Body.Close()
 	}()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("HTTP status %s", resp.Status)
+		return nil, "", fmt.Errorf("HTTP status %s", resp.Status)
 	}
-	if ct := resp.Header.Get("Content-Type"); strings.Contains(ct, "protobuf") {
-		return nil, fmt.Errorf("unsupported content type %q: only the text format is parsed", ct)
+	format, err := responseFormat(resp.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, "", err
 	}
 	var r io.Reader = resp.Body
-	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+	gzipped := strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip")
+	if gzipped {
 		gz, err := gzip.NewReader(resp.Body)
 		if err != nil {
-			return nil, fmt.Errorf("gzip body: %w", err)
+			return nil, "", fmt.Errorf("gzip body: %w", err)
 		}
 		defer gz.Close()
 		r = gz
 	}
-	body, err := io.ReadAll(io.LimitReader(r, s.limits.MaxBodyBytes+1))
+	// Wait for budget for the body's announced size (or a first chunk)
+	// while holding nothing, so waiting scrapes cannot deadlock one
+	// another; grow without waiting afterwards.
+	first := int64(readChunk)
+	if n := resp.ContentLength; n > 0 && !gzipped {
+		first = n + 1
+	}
+	if s.limits.MaxBodyBytes > 0 {
+		first = min(first, s.limits.MaxBodyBytes+1)
+	}
+	if err := res.wait(ctx, first*parseCostFactor); err != nil {
+		return nil, "", err
+	}
+	body, err := readBody(r, s.limits.MaxBodyBytes, res)
 	if err != nil {
-		return nil, fmt.Errorf("reading body: %w", err)
+		return nil, "", err
 	}
-	if int64(len(body)) > s.limits.MaxBodyBytes {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, s.limits.MaxBodyBytes)
+	return body, format, nil
+}
+
+// readChunk is the step in which a body's budget is reserved.
+const readChunk = 64 << 10
+
+// readBody reads r to its end, within max bytes (≤ 0: no limit), with
+// budget reserved for every byte before it is read.
+func readBody(r io.Reader, max int64, res *reservation) ([]byte, error) {
+	var body []byte
+	for {
+		allowed := res.held / parseCostFactor
+		if int64(len(body)) >= allowed {
+			if err := res.grow(readChunk * parseCostFactor); err != nil {
+				return nil, err
+			}
+			allowed = res.held / parseCostFactor
+		}
+		if len(body) == cap(body) {
+			body = append(body, 0)[:len(body)]
+		}
+		end := min(int64(cap(body)), allowed)
+		n, err := r.Read(body[len(body):end])
+		body = body[:len(body)+n]
+		if max > 0 && int64(len(body)) > max {
+			return nil, fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, max)
+		}
+		if err == io.EOF {
+			return body, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading body: %w", err)
+		}
 	}
-	return body, nil
+}
+
+// responseFormat maps a response's Content-Type to the text format to
+// parse. A missing or unknown type is read as the classic text format, as
+// Prometheus does by default; protobuf, which was not asked for, is an
+// error.
+func responseFormat(contentType string) (expfmt.Format, error) {
+	if strings.Contains(contentType, "protobuf") {
+		return "", fmt.Errorf("unsupported content type %q: only the text formats are parsed", contentType)
+	}
+	if mt, _, _ := mime.ParseMediaType(contentType); mt == "application/openmetrics-text" {
+		return expfmt.NewFormat(expfmt.TypeOpenMetrics), nil
+	}
+	return expfmt.NewFormat(expfmt.TypeTextPlain), nil
+}
+
+// parse reads a body in its format.
+func parse(body []byte, format expfmt.Format) (map[string]*dto.MetricFamily, error) {
+	if format.FormatType() == expfmt.TypeOpenMetrics {
+		return ParseOpenMetrics(body)
+	}
+	return ParseText(bytes.NewReader(body))
 }
 
 // ParseText parses the Prometheus text exposition format. Metric names may
@@ -229,11 +352,29 @@ func countSampleLines(body []byte) int {
 	return n
 }
 
-// redact hides a password in target, if any, for error messages.
+// redact hides a password, and every query parameter's value (tokens are
+// often passed as ?token=…), in target for errors and logs.
 func redact(target string) string {
 	u, err := url.Parse(target)
 	if err != nil {
-		return target
+		return "(unparsable URL)"
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"xxxxx"}
+		}
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
+}
+
+// redactURLError redacts the URL a *url.Error carries: the HTTP client's
+// errors quote the whole request URL, query string included.
+func redactURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redact(ue.URL)
+	}
+	return err
 }

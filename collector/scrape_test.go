@@ -65,8 +65,8 @@ func TestScrapeReturnsASnapshotStampedAtTheRequestStart(t *testing.T) {
 	if got, _ := s.Gauge(SignalRunning); got != 78 || s.Engine != "vllm" {
 		t.Errorf("engine %q running %v, want vllm 78", s.Engine, got)
 	}
-	if !strings.HasPrefix(gotAccept, "text/plain;version=0.0.4") {
-		t.Errorf("Accept = %q, want the text format first", gotAccept)
+	if !strings.HasPrefix(gotAccept, "application/openmetrics-text;version=1.0.0") || !strings.Contains(gotAccept, "text/plain;version=0.0.4") {
+		t.Errorf("Accept = %q, want OpenMetrics first and the classic text format next, as Prometheus asks", gotAccept)
 	}
 }
 

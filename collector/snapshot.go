@@ -164,7 +164,28 @@ func (s *Signal) UnmarshalText(b []byte) error {
 type Problem struct {
 	Metric string `json:"metric"` // the exposed metric family name
 	Reason string `json:"reason"`
+	// Kind classifies the problem for the scrape problems counter's
+	// problem label (one of the Problem* constants); Signal is the signal
+	// it made unknown, if any.
+	Kind   string `json:"-"`
+	Signal Signal `json:"-"`
 }
+
+// Kinds of Problem, the values of kneewatch_target_scrape_problems_total's
+// problem label. The set is fixed so the label cannot grow without bound.
+const (
+	ProblemMissing         = "missing"          // a required family is not in the scrape
+	ProblemWrongType       = "wrong_type"       // a family has an unexpected metric type
+	ProblemNonFinite       = "non_finite"       // NaN or ±Inf where a number was needed
+	ProblemNegativeCounter = "negative_counter" // a counter below zero
+	ProblemDuplicateSeries = "duplicate_series" // one label set twice in a family
+	ProblemPartialHisto    = "partial_histogram"
+	ProblemNonMonotonic    = "non_monotonic_histogram"
+	ProblemInvalidHisto    = "invalid_histogram" // no buckets, le=NaN, bad counts, layouts that differ
+	ProblemInvalidLabel    = "invalid_label"     // an info label that is not what it should be
+	ProblemLabelTooLong    = "label_too_long"    // an upstream label value over MaxLabelValueBytes
+	ProblemDCGMSentinel    = "dcgm_sentinel"     // DCGM's blank / not-supported values
+)
 
 func (p Problem) String() string { return p.Metric + ": " + p.Reason }
 
@@ -210,7 +231,12 @@ func (s Snapshot) Histogram(sig Signal) (Histogram, bool) {
 }
 
 func (s *Snapshot) problem(metric, format string, args ...any) {
-	s.Problems = append(s.Problems, Problem{Metric: metric, Reason: fmt.Sprintf(format, args...)})
+	s.problemOf(ProblemInvalidLabel, SignalUnknown, metric, format, args...)
+}
+
+// problemOf records a problem of a kind that made sig unknown.
+func (s *Snapshot) problemOf(kind string, sig Signal, metric, format string, args ...any) {
+	s.Problems = append(s.Problems, Problem{Metric: capLabel(metric), Reason: fmt.Sprintf(format, args...), Kind: kind, Signal: sig})
 }
 
 // set stores v under sig in the map its kind calls for.

@@ -154,6 +154,49 @@ func (w *Window) Rate(sig Signal, at time.Time) (float64, error) {
 	return d / w.width.Seconds(), nil
 }
 
+// SampledRate is the counter's rate over the span its samples actually
+// cover. While the samples reach back to the window's start it is Rate,
+// PromQL's rate(). When they start well inside the window (kneewatch just
+// started, the replica just appeared, or its engine was unreachable), the
+// increase is divided by the span sampled, not the window's width: PromQL
+// would extrapolate only half a scrape interval towards the start and
+// divide by the full width, reading a steady replica's throughput as a
+// fraction of what it is.
+func (w *Window) SampledRate(sig Signal, at time.Time) (float64, error) {
+	pts, start, _, err := w.counterPoints(sig, at)
+	if err != nil {
+		return 0, err
+	}
+	if len(pts) < 2 {
+		return 0, fmt.Errorf("rate of %s: %w (have %d, need 2)", sig, ErrTooFewSamples, len(pts))
+	}
+	first, last := pts[0], pts[len(pts)-1]
+	sampled := float64(last.t-first.t) / 1000
+	avgStep := sampled / float64(len(pts)-1)
+	if float64(first.t-start)/1000 < avgStep*1.1 {
+		return w.Rate(sig, at)
+	}
+	delta := last.v - first.v
+	for i := 1; i < len(pts); i++ {
+		if pts[i].v < pts[i-1].v {
+			delta += pts[i-1].v
+		}
+	}
+	return delta / sampled, nil
+}
+
+// WarmedUp reports whether the snapshots selected at at span at least a
+// quarter of the window (and are at least three): until then means and
+// rates rest on too few scrapes to judge a replica by.
+func (w *Window) WarmedUp(at time.Time) bool {
+	snaps, _, _ := w.selected(at)
+	if len(snaps) < 3 {
+		return false
+	}
+	span := snaps[len(snaps)-1].Time.Sub(snaps[0].Time)
+	return span >= w.width/4
+}
+
 // CounterRatio is increase(num[width]) / increase(den[width]): an average
 // per event, such as seconds per request from cumulative microsecond
 // counters. A denominator that did not grow gives ErrNoObservations.

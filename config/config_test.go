@@ -77,11 +77,12 @@ func TestMinimalConfigGetsEveryDefault(t *testing.T) {
 	}
 	want := &Config{
 		Global: Global{
-			ScrapeTimeout:  Duration(3 * time.Second),
-			BodySizeLimit:  16 * 1024 * 1024,
-			SeriesLimit:    20000,
-			SLO:            SLO{TTFT: Duration(time.Second), TPOT: Duration(100 * time.Millisecond), Quantile: 0.99},
-			TargetHeadroom: 0.2,
+			ScrapeTimeout:     Duration(3 * time.Second),
+			BodySizeLimit:     16 * 1024 * 1024,
+			SeriesLimit:       20000,
+			ScrapeMemoryLimit: 256 << 20,
+			SLO:               SLO{TTFT: Duration(time.Second), TPOT: Duration(100 * time.Millisecond), Quantile: 0.99},
+			TargetHeadroom:    0.2,
 		},
 		Targets: []Target{{
 			Replica:    "vllm-0",

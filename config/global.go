@@ -13,6 +13,12 @@ type Global struct {
 	// SeriesLimit is the most series one scrape may hold; more fails that
 	// source's scrape. 0 means no limit. Default 20000.
 	SeriesLimit int `yaml:"series_limit"`
+	// ScrapeMemoryLimit bounds the memory the scrapes in flight at once may
+	// hold together, counted as the bytes of the bodies being read plus
+	// 512 bytes per parsed series. A scrape waits for room before reading;
+	// one that runs out of room while reading fails. 0 means no limit.
+	// Default 256MiB.
+	ScrapeMemoryLimit ByteSize `yaml:"scrape_memory_limit"`
 	// SLO is the latency contract a replica is judged against when its knee
 	// profile does not carry one, and the default for `kneewatch sweep`.
 	SLO SLO `yaml:"slo"`
@@ -42,11 +48,13 @@ type SLO struct {
 // DefaultGlobal returns the global defaults.
 func DefaultGlobal() Global {
 	return Global{
-		ScrapeTimeout:  Duration(3 * time.Second),
-		BodySizeLimit:  16 << 20,
-		SeriesLimit:    20000,
-		SLO:            DefaultSLO(),
-		TargetHeadroom: 0.2,
+		ScrapeTimeout: Duration(3 * time.Second),
+		BodySizeLimit: 16 << 20,
+		SeriesLimit:   20000,
+		// 256 MiB holds five scrapes of 16 MiB bodies at once.
+		ScrapeMemoryLimit: 256 << 20,
+		SLO:               DefaultSLO(),
+		TargetHeadroom:    0.2,
 	}
 }
 
@@ -66,6 +74,9 @@ func (g Global) validate(p *problems) {
 	}
 	if g.BodySizeLimit < 0 {
 		p.add("global.body_size_limit", "must not be negative (0 means no limit), got %s", g.BodySizeLimit)
+	}
+	if g.ScrapeMemoryLimit < 0 {
+		p.add("global.scrape_memory_limit", "must not be negative (0 means no limit), got %s", g.ScrapeMemoryLimit)
 	}
 	if g.SeriesLimit < 0 {
 		p.add("global.series_limit", "must not be negative (0 means no limit), got %d", g.SeriesLimit)

@@ -70,6 +70,8 @@ func TestLoadRejectsInvalidConfigs(t *testing.T) {
 			"testdata/invalid-global-profiles-dir.yml: global.profiles_dir: open testdata/no-such-dir: no such file or directory"},
 		{"rejects a zero scrape timeout", "invalid-global-scrape-timeout.yml",
 			"testdata/invalid-global-scrape-timeout.yml: global.scrape_timeout: must be above 0, got 0s"},
+		{"rejects a negative scrape memory limit", "invalid-global-scrape-memory-limit.yml",
+			"testdata/invalid-global-scrape-memory-limit.yml: global.scrape_memory_limit: must not be negative (0 means no limit), got -1MiB"},
 		{"rejects a negative series limit", "invalid-global-series-limit.yml",
 			"testdata/invalid-global-series-limit.yml: global.series_limit: must not be negative (0 means no limit), got -5"},
 		{"rejects a quantile given as a percentile", "invalid-global-slo-quantile.yml",

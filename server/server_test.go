@@ -2,15 +2,19 @@ package server
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
@@ -109,5 +113,123 @@ func TestWebConfigBasicAuthProtectsEveryRoute(t *testing.T) {
 	}
 	if code, body := get(t, base+"/metrics", "oncall", "s3cret"); code != 200 || !strings.Contains(body, "kneewatch_test_value") {
 		t.Errorf("/metrics with credentials = %d, want 200 with metrics", code)
+	}
+}
+
+func TestThreeHundredIdleKeepAliveConnectionsDoNotStarveMetrics(t *testing.T) {
+	var ready atomic.Bool
+	ready.Store(true)
+	base := startServer(t, &ready, "")
+	addr := strings.TrimPrefix(base, "http://")
+	// Each client sends one request on a keep-alive connection, reads the
+	// answer and then sits on the connection.
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	for range 300 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		conns = append(conns, c)
+		if _, err := io.WriteString(c, "GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 4096)
+		if _, err := c.Read(buf); err != nil {
+			t.Fatalf("reading the answer: %v", err)
+		}
+	}
+	// The server closed all but MaxIdleConns of them.
+	open := 0
+	for _, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			open++
+		}
+	}
+	if open > MaxIdleConns {
+		t.Errorf("%d idle connections still open, want at most %d", open, MaxIdleConns)
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get(base + "/metrics")
+	if err != nil {
+		t.Fatalf("/metrics with 300 idle connections open: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/metrics status %d", resp.StatusCode)
+	}
+}
+
+func TestTheServerHasConnectionTimeouts(t *testing.T) {
+	for name, d := range map[string]time.Duration{"read": ReadTimeout, "write": WriteTimeout, "idle": IdleTimeout} {
+		if d <= 0 || d > 2*time.Minute {
+			t.Errorf("%s timeout %s, want between 0 and 2m", name, d)
+		}
+	}
+}
+
+func TestTheLandingPageLinksNoPageThatIsNotServed(t *testing.T) {
+	var ready atomic.Bool
+	base := startServer(t, &ready, "")
+	resp, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range regexp.MustCompile(`href="([^"#:]+)"`).FindAllStringSubmatch(string(body), -1) {
+		link := m[1]
+		if strings.HasPrefix(link, "http") {
+			continue
+		}
+		r, err := http.Get(base + "/" + strings.TrimPrefix(link, "/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode == http.StatusNotFound {
+			t.Errorf("the landing page links %s, which is 404", link)
+		}
+	}
+	if strings.Contains(string(body), "debug/pprof") {
+		t.Error("the landing page links /debug/pprof, which is not served")
+	}
+}
+
+func TestReloadIsPOSTOnlyAndReportsTheError(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	logger := slog.New(slog.DiscardHandler)
+	fail := errors.New("targets[0].engine: unknown engine")
+	var calls atomic.Int32
+	var failing atomic.Bool
+	h, err := Handler(Options{Registry: reg, Logger: logger, Reload: func() error {
+		calls.Add(1)
+		if failing.Load() {
+			return fail
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(method string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(method, "/-/reload", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, _ := do(http.MethodGet); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET /-/reload: %d, want 405", code)
+	}
+	if code, _ := do(http.MethodPost); code != http.StatusOK || calls.Load() != 1 {
+		t.Errorf("POST /-/reload: %d after %d calls, want 200 after 1", code, calls.Load())
+	}
+	failing.Store(true)
+	if code, body := do(http.MethodPost); code != http.StatusInternalServerError || !strings.Contains(body, fail.Error()) {
+		t.Errorf("failing POST /-/reload: %d %q, want 500 naming the error", code, body)
 	}
 }

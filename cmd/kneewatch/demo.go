@@ -101,7 +101,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}()
-	return serveWatcher(ctx, w, l, "", logger, links, background{
+	return serveWatcher(ctx, w, l, "", logger, links, nil, background{
 		func(ctx context.Context) error { return runProber(ctx, prober, w) },
 	}, proberCollectors(prober)...)
 }

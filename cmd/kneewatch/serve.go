@@ -65,7 +65,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	w := collector.NewWatcher(opts)
 	// setTargets keeps the watcher and the probes on one target set, as
-	// discovery changes it.
+	// discovery and reloads change it.
 	setTargets := func(ts []collector.Target) error {
 		if err := w.SetTargets(ts); err != nil {
 			return err
@@ -78,7 +78,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := setTargets(targets); err != nil {
 		return err
 	}
-	discover, err := discoveryRunner(cfg, profiles, w, setTargets, targets, logger)
+	rl := newReloader(settings.ConfigFile, settings, cfg, profiles, targets, w, setTargets, logger)
+	discover, err := discoveryRunner(cfg, profiles, w, rl.setDiscovered, nil, logger)
 	if err != nil {
 		return err
 	}
@@ -88,10 +89,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger.Info("kneewatch serving", "version", version.Version, "address", l.Addr().String(),
 		"targets", len(targets), "discovery", discover != nil, "probes", prober != nil)
-	return serveWatcher(ctx, w, l, settings.WebConfigFile, logger, nil, background{
+	return serveWatcher(ctx, w, l, settings.WebConfigFile, logger, nil, rl.Reload, background{
 		func(ctx context.Context) error { return runProber(ctx, prober, w) },
 		discover,
-	}, proberCollectors(prober)...)
+		rl.watchSIGHUP,
+	}, append(proberCollectors(prober), rl)...)
 }
 
 // background lists loops that run beside the watcher until ctx ends; nil
@@ -101,15 +103,28 @@ type background []func(context.Context) error
 // watcherOptions maps the config file and process settings onto the watcher.
 func watcherOptions(cfg *config.Config, s config.Settings, logger *slog.Logger) collector.WatcherOptions {
 	return collector.WatcherOptions{
-		Interval: s.EvaluationInterval.D(),
-		Window:   s.Window.D(),
-		Limits: collector.ScrapeLimits{
-			Timeout:      cfg.Global.ScrapeTimeout.D(),
-			MaxBodyBytes: int64(cfg.Global.BodySizeLimit),
-			MaxSeries:    cfg.Global.SeriesLimit,
-		},
+		Interval:       s.EvaluationInterval.D(),
+		Window:         s.Window.D(),
+		Limits:         scrapeLimits(cfg),
 		TargetHeadroom: cfg.Global.TargetHeadroom,
 		Logger:         logger,
+	}
+}
+
+// scrapeLimits maps the config's scrape limits onto the collector's, where
+// zero means the default: the config's 0 means no limit.
+func scrapeLimits(cfg *config.Config) collector.ScrapeLimits {
+	orNone := func(v int64) int64 {
+		if v == 0 {
+			return collector.NoLimit
+		}
+		return v
+	}
+	return collector.ScrapeLimits{
+		Timeout:           cfg.Global.ScrapeTimeout.D(),
+		MaxBodyBytes:      orNone(int64(cfg.Global.BodySizeLimit)),
+		MaxSeries:         int(orNone(int64(cfg.Global.SeriesLimit))),
+		MemoryBudgetBytes: orNone(int64(cfg.Global.ScrapeMemoryLimit)),
 	}
 }
 
@@ -124,13 +139,14 @@ func newRegistry(w *collector.Watcher, extra ...prometheus.Collector) *prometheu
 
 // serveWatcher runs the evaluation loop, the background loops and the HTTP
 // surface until ctx ends.
-func serveWatcher(ctx context.Context, w *collector.Watcher, l net.Listener, webConfig string, logger *slog.Logger, extraLinks []server.Link, loops background, extra ...prometheus.Collector) error {
+func serveWatcher(ctx context.Context, w *collector.Watcher, l net.Listener, webConfig string, logger *slog.Logger, extraLinks []server.Link, reload func() error, loops background, extra ...prometheus.Collector) error {
 	h, err := server.Handler(server.Options{
 		Registry:    newRegistry(w, extra...),
 		Ready:       w.Ready,
 		Version:     version.Version,
 		Description: "Headroom to the knee for GPU LLM-serving replicas",
 		ExtraLinks:  extraLinks,
+		Reload:      reload,
 		Logger:      logger,
 	})
 	if err != nil {
