@@ -101,7 +101,7 @@ clean-tools:
 
 # The detection-quality bench (detection/): seven scripted scenarios on the
 # simulator in virtual time, every detector scored against the ground truth;
-# rewrites docs/benchmarks/detection.md. About 1–2 minutes on 2 cores.
+# rewrites docs/benchmarks/detection.md. About 22 minutes on 2 cores (the suite's test half).
 # bench-sweep times the sweep's closed-loop search in virtual time over every
 # suite deployment, with sequential stopping and with fixed windows.
 .PHONY: bench-sweep

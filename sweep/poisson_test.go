@@ -173,3 +173,32 @@ func TestAPoissonSearchWithNoKeptRateWritesNoProfile(t *testing.T) {
 		t.Errorf("error %v, profile %v: want ErrPoissonUnreachable and no profile", err, out.Profile != nil)
 	}
 }
+
+// TestAConfirmedLevelIsOnePointInTheProfile: a screened level measured
+// again in full (the knee rested on it) appears once among the points, as
+// its full measurement, and twice in the run order.
+func TestAConfirmedLevelIsOnePointInTheProfile(t *testing.T) {
+	cfg := testConfig()
+	cfg.Workload, cfg.Client = resolveChat(), &Client{Model: "m", BaseURL: "http://127.0.0.1:1/v1"}
+	cfg.SLO = knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(time.Second), Quantile: 0.99}
+	pt := func(c float64, meets bool, requests int) knee.Point {
+		return knee.Point{Concurrency: c, Requests: requests, RequestsPerSecond: c, OutputTokensPerSecond: 100 * c, GoodputTokensPerSecond: 100 * c, MeetsSLO: meets}
+	}
+	out := &Outcome{Levels: []Level{
+		{Point: pt(1, true, 30)}, {Point: pt(2, true, 30)}, {Point: pt(4, false, 20)}, {Point: pt(3, false, 25)},
+		{Point: pt(2, true, 200)}, // the confirmation of the screened 2
+	}}
+	p, err := cfg.profile(out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Points) != 4 || p.Points[1].Concurrency != 2 || p.Points[1].Requests != 200 {
+		t.Errorf("points %+v: want 1, 2 (its full 200-request measurement), 3, 4", p.Points)
+	}
+	if diff := cmp.Diff([]int{1, 2, 4, 3, 2}, p.Sweep.Levels); diff != "" {
+		t.Errorf("run order (-want +got):\n%s", diff)
+	}
+	if p.Knee.Concurrency != 2 {
+		t.Errorf("knee %g, want 2", p.Knee.Concurrency)
+	}
+}

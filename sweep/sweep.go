@@ -367,6 +367,9 @@ func (cfg *Config) profile(out *Outcome, lowerBound bool) (*knee.Profile, error)
 	var n, prompt, output float64
 	for _, lv := range out.Levels {
 		p.Sweep.Levels = append(p.Sweep.Levels, int(lv.Point.Concurrency))
+		// A screened level measured again in full (the knee rested on it)
+		// is one point: the full measurement.
+		p.Points = slices.DeleteFunc(p.Points, func(pt knee.Point) bool { return pt.Concurrency == lv.Point.Concurrency })
 		p.Points = append(p.Points, lv.Point)
 		for _, r := range lv.Results {
 			if r.Err == nil {
