@@ -106,3 +106,16 @@ clean-tools:
 bench-detection:
 	mkdir -p docs/benchmarks
 	KNEEWATCH_BENCH_VIA_MAKE=1 $(GO) run ./cmd/kneewatch-bench --suite test --out docs/benchmarks/detection.md
+
+# Fuzz targets, each explored for FUZZTIME (crashers land in the package's
+# testdata/fuzz/<Fuzz…>/ and are rerun by every `go test`, so by `make test`).
+FUZZTIME ?= 60s
+FUZZ_TARGETS := ./collector:FuzzVLLM ./collector:FuzzSGLang ./collector:FuzzTGI ./collector:FuzzTRTLLM \
+	./collector:FuzzDCGM ./knee:FuzzParse ./config:FuzzParse
+
+.PHONY: fuzz
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "== $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -parallel $${FUZZ_PARALLEL:-1} $${t%%:*}; \
+	done
