@@ -96,7 +96,7 @@ var (
 	MetricFleetReplicas = MetricDesc{"kneewatch_fleet_replicas", Gauge,
 		"Replicas of the model whose evaluation is ok.", []string{"model"}}
 	MetricFleetNeeded = MetricDesc{"kneewatch_fleet_replicas_needed", Gauge,
-		"Replicas the model needs: offered goodput divided by knee goodput per replica times (1 - target headroom).", []string{"model"}}
+		"Replicas the model needs on the headroom scale: the sum over its evaluated replicas of (1 - headroom), divided by (1 - target headroom).", []string{"model"}}
 	MetricFleetHeadroom = MetricDesc{"kneewatch_fleet_headroom_ratio", Gauge,
 		"Fleet headroom of the model: 1 minus total in-flight load divided by total knee concurrency.", []string{"model"}}
 	MetricScrapeDuration = MetricDesc{"kneewatch_scrape_duration_seconds", Gauge,
