@@ -110,6 +110,9 @@ bench-detection:
 # Fuzz targets, each explored for FUZZTIME (crashers land in the package's
 # testdata/fuzz/<Fuzz…>/ and are rerun by every `go test`, so by `make test`).
 FUZZTIME ?= 60s
+# Minimizing each new input takes up to 60 s by default, which with the
+# fixtures as seeds would eat the whole run.
+FUZZMINIMIZETIME ?= 5s
 FUZZ_TARGETS := ./collector:FuzzVLLM ./collector:FuzzSGLang ./collector:FuzzTGI ./collector:FuzzTRTLLM \
 	./collector:FuzzDCGM ./knee:FuzzParse ./config:FuzzParse
 
@@ -117,5 +120,5 @@ FUZZ_TARGETS := ./collector:FuzzVLLM ./collector:FuzzSGLang ./collector:FuzzTGI 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "== $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -parallel $${FUZZ_PARALLEL:-1} $${t%%:*}; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel $${FUZZ_PARALLEL:-1} $${t%%:*}; \
 	done

@@ -58,15 +58,15 @@ var (
 	MetricReplicaGoodput = MetricDesc{"kneewatch_replica_goodput_tokens_per_second", Gauge,
 		"Output tokens per second that met the SLO: output tokens/s times SLO attainment (an approximation of per-request goodput).", replicaLabels}
 	MetricReplicaAttainment = MetricDesc{"kneewatch_replica_slo_attainment_ratio", Gauge,
-		"Share of requests over the window within the SLO threshold, per SLO (ttft, tpot).", withLabels("slo")}
+		"Share of requests over the window within the SLO threshold, per SLO (ttft, tpot); exact when the threshold is a bucket edge of the engine's histogram, else the share up to the edge above it (an upper bound, never an interpolation).", withLabels("slo")}
 	MetricReplicaRequests = MetricDesc{"kneewatch_replica_requests_total", Counter,
 		"Requests the replica finished, accumulated by kneewatch from the engine's latency histograms (for burn-rate windows).", replicaLabels}
 	MetricReplicaGoodRequests = MetricDesc{"kneewatch_replica_slo_good_requests_total", Counter,
-		"Requests within the SLO threshold, per SLO (ttft, tpot), accumulated by kneewatch (interpolated within a bucket when the threshold is not a bucket edge).", withLabels("slo")}
+		"Requests within the SLO threshold, per SLO (ttft, tpot), accumulated by kneewatch (counted up to the bucket edge at or above the threshold when it is not an edge).", withLabels("slo")}
 	MetricReplicaTTFT = MetricDesc{"kneewatch_replica_ttft_seconds", Summary,
-		"Time to first token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window; count and sum accumulate since kneewatch started.", replicaLabels}
+		"Time to first token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window (interpolated inside a bucket as histogram_quantile does, so only as precise as the bucket); count and sum accumulate since kneewatch started.", replicaLabels}
 	MetricReplicaTPOT = MetricDesc{"kneewatch_replica_tpot_seconds", Summary,
-		"Time per output token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window; count and sum accumulate since kneewatch started.", replicaLabels}
+		"Time per output token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window (interpolated inside a bucket as histogram_quantile does, so only as precise as the bucket); count and sum accumulate since kneewatch started.", replicaLabels}
 	MetricReplicaKV = MetricDesc{"kneewatch_replica_kv_cache_usage_ratio", Gauge,
 		"Mean KV-cache usage over the window, 0 to 1.", replicaLabels}
 	MetricReplicaPreemptions = MetricDesc{"kneewatch_replica_preemptions_per_second", Gauge,

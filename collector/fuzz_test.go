@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ var fuzzSLO = knee.SLO{TTFT: knee.Duration(230 * time.Millisecond), TPOT: knee.D
 
 func fuzzEngine(f *testing.F, engine string) {
 	f.Fuzz(func(t *testing.T, body []byte) {
+		defer watchdog(body)()
 		_ = countSampleLines(body)
 		families, err := ParseText(bytes.NewReader(body))
 		if err != nil {
@@ -51,6 +53,7 @@ func fuzzEngine(f *testing.F, engine string) {
 // the snapshot's GPU aggregates.
 func FuzzDCGM(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
+		defer watchdog(body)()
 		families, err := ParseText(bytes.NewReader(body))
 		if err != nil {
 			return
@@ -70,6 +73,20 @@ func FuzzDCGM(f *testing.F) {
 		observeTwice(t, snap)
 	})
 }
+
+// watchdog crashes the fuzz worker when one input takes longer than a
+// scrape may (a slow input is a hung watcher), so the fuzzer saves the
+// input as a crasher; the fuzzer itself has no per-input timeout. It
+// returns the function that disarms it.
+func watchdog(input []byte) func() {
+	t := time.AfterFunc(fuzzInputLimit, func() {
+		panic(fmt.Sprintf("one input took over %s: %q", fuzzInputLimit, input))
+	})
+	return func() { t.Stop() }
+}
+
+// fuzzInputLimit is generous: the machine running the fuzzer may be busy.
+const fuzzInputLimit = 10 * time.Second
 
 func checkHistograms(t *testing.T, hs map[Signal]Histogram) {
 	t.Helper()

@@ -98,6 +98,8 @@ type replicaState struct {
 	// model is the last model the engine reported, so a failed scrape
 	// keeps the replica's series under the same labels.
 	model string
+	// edges logs SLO thresholds that fall between the scraped bucket edges.
+	edges edgeWarner
 }
 
 // Round is the result of one evaluation round. It is never modified after
@@ -372,6 +374,7 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 		w.opts.Logger.Warn("snapshot rejected", "replica", t.Replica, "err", err)
 	}
 	s.counters.add(snap, e.SLO)
+	s.edges.check(w.opts.Logger, t.Replica, snap, e.SLO)
 
 	e.Observation = Observe(s.window, snap.Time, e.SLO)
 	e.Result = knee.Evaluate(e.Observation, t.Profile, w.opts.Knee)
