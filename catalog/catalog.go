@@ -77,6 +77,8 @@ var (
 		"1 for the resource that limits the replica at its knee (compute or kv_cache), 0 for the others.", withLabels("resource")}
 	MetricReplicaMixDrift = MetricDesc{"kneewatch_replica_mix_drift_ratio", Gauge,
 		"Relative distance of the live request mix (mean prompt and output tokens) from the profile's mix.", replicaLabels}
+	MetricReplicaInfo = MetricDesc{"kneewatch_replica_info", Gauge,
+		"Constant 1 per watched replica, labeled with the serving engine whose metrics kneewatch reads (configured, or detected from the metric names).", withLabels("engine")}
 	MetricReplicaEvalOK = MetricDesc{"kneewatch_replica_evaluation_ok", Gauge,
 		"1 when the replica's headroom could be computed; 0 with the reason otherwise.", withLabels("reason")}
 	MetricTargetUp = MetricDesc{"kneewatch_target_up", Gauge,
@@ -118,7 +120,7 @@ var Catalog = []MetricDesc{
 	MetricReplicaWaiting, MetricReplicaOutputTPS, MetricReplicaPromptTPS, MetricReplicaGoodput,
 	MetricReplicaAttainment, MetricReplicaRequests, MetricReplicaGoodRequests, MetricReplicaTTFT, MetricReplicaTPOT, MetricReplicaKV,
 	MetricReplicaPreemptions, MetricReplicaGPUUtil, MetricReplicaLimiting, MetricReplicaMixDrift,
-	MetricReplicaEvalOK, MetricTargetUp, MetricScrapeDuration,
+	MetricReplicaEvalOK, MetricReplicaInfo, MetricTargetUp, MetricScrapeDuration,
 	MetricKneeConcurrency, MetricKneeOutputTPS, MetricKneeGoodput, MetricKneeKV,
 	MetricSLOTTFT, MetricSLOTPOT,
 	MetricFleetReplicas, MetricFleetNeeded, MetricFleetHeadroom,

@@ -100,6 +100,8 @@ type replicaState struct {
 	model string
 	// edges logs SLO thresholds that fall between the scraped bucket edges.
 	edges edgeWarner
+	// engine is the adapter of the last good scrape, logged when it changes.
+	engine string
 }
 
 // Round is the result of one evaluation round. It is never modified after
@@ -114,6 +116,9 @@ type Round struct {
 // ReplicaEval is one replica's state after a round.
 type ReplicaEval struct {
 	Replica, Model, Profile string
+	// Engine is the adapter that read the replica's metrics: configured,
+	// or detected from the metric names; kept from the last good scrape.
+	Engine string
 
 	EngineUp       bool
 	EngineError    string
@@ -338,6 +343,10 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 	if out.err == nil && out.snap.Model != "" {
 		s.model = out.snap.Model
 	}
+	if out.err == nil {
+		s.noteEngine(w.opts.Logger, out.snap.Engine)
+	}
+	e.Engine = s.engine
 	if e.Model == "" {
 		e.Model = s.model
 	}
@@ -391,6 +400,21 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 		}
 	}
 	return w.withCounters(e, s)
+}
+
+// noteEngine remembers the engine a scrape was read with, logging it the
+// first time and whenever it changes (a replica redeployed on another
+// engine): the on-call should know which metric names a headroom came from.
+func (s *replicaState) noteEngine(logger *slog.Logger, engine string) {
+	if engine == "" || engine == s.engine {
+		return
+	}
+	if s.engine == "" {
+		logger.Info("engine detected", "replica", s.target.Replica, "engine", engine, "configured", s.target.Engine != "")
+	} else {
+		logger.Warn("engine changed", "replica", s.target.Replica, "from", s.engine, "to", engine)
+	}
+	s.engine = engine
 }
 
 func (w *Watcher) withCounters(e ReplicaEval, s *replicaState) ReplicaEval {
