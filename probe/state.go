@@ -52,6 +52,11 @@ type replicaState struct {
 	mu       sync.Mutex
 	target   Target
 	model    string // the model label
+	// modelKnown is false until the model label is settled: the target
+	// names it, or the watcher has seen the replica. Until then the
+	// replica exports nothing, so no series starts with model="" and churns
+	// to the real model after the first probe.
+	modelKnown bool
 	ttft     *histogram
 	tpot     *histogram
 	success  uint64
@@ -87,6 +92,17 @@ func (s *replicaState) setTarget(t Target) {
 	if t.Model != "" || s.model == "" {
 		s.model = t.Model
 	}
+	s.modelKnown = s.modelKnown || t.Model != ""
+}
+
+// settleModel returns the model a probe is about to be sent with and
+// settles the label on it: without a watcher that knows the replica, the
+// model the probe asked for is the best there is.
+func (s *replicaState) settleModel() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.modelKnown = true
+	return s.model
 }
 
 func (s *replicaState) snapshotTarget() Target {
@@ -101,13 +117,16 @@ func (s *replicaState) skip(r Reason) {
 	s.skipped[r]++
 }
 
-// setModel takes the model the watcher saw when the target names none.
+// setModel takes the model the watcher saw when the target names none;
+// once the watcher has seen the replica the label is settled, even as ""
+// for an engine that names no model.
 func (s *replicaState) setModel(seen string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.target.Model == "" && seen != "" {
 		s.model = seen
 	}
+	s.modelKnown = true
 	return s.model
 }
 
