@@ -49,23 +49,23 @@ type record struct {
 type replicaState struct {
 	name string // the replica; never changes
 
-	mu       sync.Mutex
-	target   Target
-	model    string // the model label
+	mu     sync.Mutex
+	target Target
+	model  string // the model label
 	// modelKnown is false until the model label is settled: the target
 	// names it, or the watcher has seen the replica. Until then the
 	// replica exports nothing, so no series starts with model="" and churns
 	// to the real model after the first probe.
 	modelKnown bool
-	ttft     *histogram
-	tpot     *histogram
-	success  uint64
-	failures map[Class]uint64
-	skipped  map[Reason]uint64
-	last     time.Time // when the last probe finished
-	records  []record  // oldest first, trimmed to the retention span
-	failing  bool      // the last finished probe failed (for logging transitions)
-	nextID   uint64    // of the next record
+	ttft       *histogram
+	tpot       *histogram
+	success    uint64
+	failures   map[Class]uint64
+	skipped    map[Reason]uint64
+	last       time.Time // when the last probe finished
+	records    []record  // oldest first, trimmed to the retention span
+	failing    bool      // the last finished probe failed (for logging transitions)
+	nextID     uint64    // of the next record
 
 	cancel func() // stops the loop; nil while not running
 }
