@@ -386,6 +386,11 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 	s.edges.check(w.opts.Logger, t.Replica, snap, e.SLO)
 
 	e.Observation = Observe(s.window, snap.Time, e.SLO)
+	if w.opts.Probes != nil {
+		if pt, ok := w.opts.Probes.Traffic(t.Replica, snap.Time.Add(-s.window.Width()), snap.Time); ok {
+			excludeProbeTraffic(&e.Observation, s.window, snap.Time, pt)
+		}
+	}
 	e.Result = knee.Evaluate(e.Observation, t.Profile, w.opts.Knee)
 	if e.Result.OK && e.Knee != nil {
 		// The knee compared with, moved with the mix when the profile has a

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/probe"
 )
 
 // Observe turns a replica's window into the knee package's Observation at
@@ -41,6 +42,7 @@ func Observe(w *Window, at time.Time, slo *knee.SLO) knee.Observation {
 		o.RequestsPerSecond = value(w.Rate(finished, at))
 		o.MeanPromptTokens = value(w.CounterRatio(SignalPromptTokens, finished, at))
 		o.MeanOutputTokens = value(w.CounterRatio(SignalGenerationTokens, finished, at))
+		o.MixRequests = value(w.Increase(finished, at))
 	}
 
 	o.TTFT = quantiles(w, SignalTTFT, at)
@@ -51,6 +53,35 @@ func Observe(w *Window, at time.Time, slo *knee.SLO) knee.Observation {
 		o.TPOTAttainment = attainment(w, tpot, slo.TPOT.Seconds(), at)
 	}
 	return o
+}
+
+// excludeProbeTraffic takes the replica's own probes out of the request mix
+// the drift is measured on: the window's finished requests and tokens less
+// what the probes that finished in the window sent and received. The
+// engine counts a probe like any request, so without this an idle replica
+// whose window held one 16-token probe read a mean output of 16 tokens, a
+// drift of 0.92 from a 200-token profile. With no requests but the probes
+// left, the means are unknown (and MixRequests 0: no drift).
+func excludeProbeTraffic(o *knee.Observation, w *Window, at time.Time, t probe.Traffic) {
+	if t.Requests == 0 || !knee.Known(o.MixRequests) {
+		return
+	}
+	requests, errR := w.Increase(SignalRequestsFinished, at)
+	prompt, errP := w.Increase(SignalPromptTokens, at)
+	output, errO := w.Increase(SignalGenerationTokens, at)
+	if errR != nil {
+		return
+	}
+	n := requests - float64(t.Requests)
+	o.MixRequests = max(n, 0)
+	mean := func(total float64, err error, probes float64) float64 {
+		if err != nil || n < 1 {
+			return knee.Unknown()
+		}
+		return max(total-probes, 0) / n
+	}
+	o.MeanPromptTokens = mean(prompt, errP, t.PromptTokens)
+	o.MeanOutputTokens = mean(output, errO, t.OutputTokens)
 }
 
 // tpotSignal picks the per-request TPOT histogram when the engine has one

@@ -35,6 +35,7 @@ type record struct {
 	id       uint64
 	start    time.Time
 	tokens   int // max_tokens while in flight (the budget's charge), then the tokens received
+	prompt   int // the prompt tokens the server counted (usage); 0 when unknown
 	finished bool
 	end      time.Time
 	ok       bool
@@ -154,7 +155,8 @@ func (s *replicaState) finish(id uint64, res Result, now time.Time) (changed boo
 	s.last = now
 	for i := len(s.records) - 1; i >= 0; i-- {
 		if r := &s.records[i]; r.id == id {
-			*r = record{id: id, start: r.start, tokens: res.OutputTokens, finished: true, end: now, ok: ok, class: res.Class, ttft: ttft, tpot: tpot}
+			*r = record{id: id, start: r.start, tokens: res.OutputTokens, prompt: res.PromptTokens, finished: true, end: now, ok: ok,
+				class: res.Class, ttft: ttft, tpot: tpot}
 			break
 		}
 	}
