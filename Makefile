@@ -107,8 +107,9 @@ bench-detection:
 	mkdir -p docs/benchmarks
 	KNEEWATCH_BENCH_VIA_MAKE=1 $(GO) run ./cmd/kneewatch-bench --suite test --out docs/benchmarks/detection.md
 
-# Fuzz targets, each explored for FUZZTIME (crashers land in the package's
-# testdata/fuzz/<Fuzz…>/ and are rerun by every `go test`, so by `make test`).
+# Fuzz targets, each explored for FUZZTIME by scripts/fuzz.sh (crashers land
+# in the package's testdata/fuzz/<Fuzz…>/ and are rerun by every `go test`,
+# so by `make test`).
 FUZZTIME ?= 60s
 # Minimizing each new input takes up to 60 s by default, which with the
 # fixtures as seeds would eat the whole run.
@@ -118,7 +119,4 @@ FUZZ_TARGETS := ./collector:FuzzVLLM ./collector:FuzzSGLang ./collector:FuzzTGI 
 
 .PHONY: fuzz
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		echo "== $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel $${FUZZ_PARALLEL:-1} $${t%%:*}; \
-	done
+	scripts/fuzz.sh $(FUZZTIME) $(FUZZMINIMIZETIME) $(FUZZ_TARGETS)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,5 +140,35 @@ func fuzzProfile() *knee.Profile {
 		Workload: knee.WorkloadInfo{MeanPromptTokens: 200, MeanOutputTokens: 200},
 		Points:   []knee.Point{pt(1, 100, true), pt(10, 900, true), pt(20, 1500, false)},
 		Knee:     knee.Knee{Concurrency: 10, OutputTokensPerSecond: 900, GoodputTokensPerSecond: 900, LimitingResource: knee.ResourceCompute},
+	}
+}
+
+// TestATokenHistogramWithoutItsSumIsAProblemNotACrash is the fuzzer's first
+// find (testdata/fuzz/FuzzTGI/d924d469334f7a5c): TGI's token counts are read
+// from its token-length histograms' _sum, and one exposed without _sum made
+// the adapter read through a nil summary and crash the watcher. Now the
+// signal is unknown, with a problem naming the family.
+func TestATokenHistogramWithoutItsSumIsAProblemNotACrash(t *testing.T) {
+	snap := normalizeText(t, `# TYPE tgi_queue_size gauge
+tgi_queue_size 2
+# TYPE tgi_batch_current_size gauge
+tgi_batch_current_size 7
+# TYPE tgi_request_generated_tokens histogram
+tgi_request_generated_tokens_bucket{le="100"} 3
+tgi_request_generated_tokens_bucket{le="+Inf"} 5
+tgi_request_generated_tokens_count 5
+`, Options{Engine: "tgi"})
+	if _, ok := snap.Counter(SignalGenerationTokens); ok {
+		t.Error("generation tokens read from a histogram without _sum")
+	}
+	found := false
+	for _, p := range snap.Problems {
+		found = found || (p.Metric == "tgi_request_generated_tokens" && strings.Contains(p.Reason, "no _sum"))
+	}
+	if !found {
+		t.Errorf("no problem names tgi_request_generated_tokens: %+v", snap.Problems)
+	}
+	if v, ok := snap.Gauge(SignalWaiting); !ok || v != 2 {
+		t.Errorf("the rest of the scrape is lost: waiting %v, %v", v, ok)
 	}
 }
