@@ -113,3 +113,17 @@ bench-sweep:
 bench-detection:
 	mkdir -p docs/benchmarks
 	KNEEWATCH_BENCH_VIA_MAKE=1 $(GO) run ./cmd/kneewatch-bench --suite test --out docs/benchmarks/detection.md
+
+# Fuzz targets, each explored for FUZZTIME by scripts/fuzz.sh (crashers land
+# in the package's testdata/fuzz/<Fuzz…>/ and are rerun by every `go test`,
+# so by `make test`).
+FUZZTIME ?= 60s
+# Minimizing each new input takes up to 60 s by default, which with the
+# fixtures as seeds would eat the whole run.
+FUZZMINIMIZETIME ?= 5s
+FUZZ_TARGETS := ./collector:FuzzVLLM ./collector:FuzzSGLang ./collector:FuzzTGI ./collector:FuzzTRTLLM \
+	./collector:FuzzDCGM ./knee:FuzzParse ./config:FuzzParse
+
+.PHONY: fuzz
+fuzz:
+	scripts/fuzz.sh $(FUZZTIME) $(FUZZMINIMIZETIME) $(FUZZ_TARGETS)

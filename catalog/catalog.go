@@ -58,15 +58,15 @@ var (
 	MetricReplicaGoodput = MetricDesc{"kneewatch_replica_goodput_tokens_per_second", Gauge,
 		"Output tokens per second that met the SLO: output tokens/s times SLO attainment (an approximation of per-request goodput).", replicaLabels}
 	MetricReplicaAttainment = MetricDesc{"kneewatch_replica_slo_attainment_ratio", Gauge,
-		"Share of requests over the window within the SLO threshold, per SLO (ttft, tpot).", withLabels("slo")}
+		"Share of requests over the window within the SLO threshold, per SLO (ttft, tpot); exact when the threshold is a bucket edge of the engine's histogram, else the share up to the edge above it (an upper bound, never an interpolation).", withLabels("slo")}
 	MetricReplicaRequests = MetricDesc{"kneewatch_replica_requests_total", Counter,
 		"Requests the replica finished, accumulated by kneewatch from the engine's latency histograms (for burn-rate windows).", replicaLabels}
 	MetricReplicaGoodRequests = MetricDesc{"kneewatch_replica_slo_good_requests_total", Counter,
-		"Requests within the SLO threshold, per SLO (ttft, tpot), accumulated by kneewatch (interpolated within a bucket when the threshold is not a bucket edge).", withLabels("slo")}
+		"Requests within the SLO threshold, per SLO (ttft, tpot), accumulated by kneewatch (counted up to the bucket edge at or above the threshold when it is not an edge).", withLabels("slo")}
 	MetricReplicaTTFT = MetricDesc{"kneewatch_replica_ttft_seconds", Summary,
-		"Time to first token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window; count and sum accumulate since kneewatch started.", replicaLabels}
+		"Time to first token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window (interpolated inside a bucket as histogram_quantile does, so only as precise as the bucket); count and sum accumulate since kneewatch started.", replicaLabels}
 	MetricReplicaTPOT = MetricDesc{"kneewatch_replica_tpot_seconds", Summary,
-		"Time per output token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window; count and sum accumulate since kneewatch started.", replicaLabels}
+		"Time per output token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window (interpolated inside a bucket as histogram_quantile does, so only as precise as the bucket); count and sum accumulate since kneewatch started.", replicaLabels}
 	MetricReplicaKV = MetricDesc{"kneewatch_replica_kv_cache_usage_ratio", Gauge,
 		"Mean KV-cache usage over the window, 0 to 1.", replicaLabels}
 	MetricReplicaPreemptions = MetricDesc{"kneewatch_replica_preemptions_per_second", Gauge,
@@ -76,7 +76,9 @@ var (
 	MetricReplicaLimiting = MetricDesc{"kneewatch_replica_limiting_resource", Gauge,
 		"1 for the resource that limits the replica at its knee (compute or kv_cache), 0 for the others.", withLabels("resource")}
 	MetricReplicaMixDrift = MetricDesc{"kneewatch_replica_mix_drift_ratio", Gauge,
-		"Relative distance of the live request mix (mean prompt and output tokens) from the profile's mix.", replicaLabels}
+		"Relative distance of the live request mix (mean prompt and output tokens) from the profile's mix, over the window's finished requests less kneewatch's own probes; absent under 20 such requests.", replicaLabels}
+	MetricReplicaInfo = MetricDesc{"kneewatch_replica_info", Gauge,
+		"Constant 1 per watched replica, labeled with the serving engine whose metrics kneewatch reads (configured, or detected from the metric names).", withLabels("engine")}
 	MetricReplicaEvalOK = MetricDesc{"kneewatch_replica_evaluation_ok", Gauge,
 		"1 when the replica's headroom could be computed; 0 with the reason otherwise (no_profile, engine_down, no_engine_metrics, unusable_signal, warming_up, probes_failing, …).", withLabels("reason")}
 	MetricTargetUp = MetricDesc{"kneewatch_target_up", Gauge,
@@ -96,7 +98,7 @@ var (
 	MetricFleetReplicas = MetricDesc{"kneewatch_fleet_replicas", Gauge,
 		"Replicas of the model whose evaluation is ok.", []string{"model"}}
 	MetricFleetNeeded = MetricDesc{"kneewatch_fleet_replicas_needed", Gauge,
-		"Replicas the model needs: offered goodput divided by knee goodput per replica times (1 - target headroom).", []string{"model"}}
+		"Replicas the model needs on the headroom scale: the sum over its evaluated replicas of (1 - headroom), divided by (1 - target headroom).", []string{"model"}}
 	MetricFleetHeadroom = MetricDesc{"kneewatch_fleet_headroom_ratio", Gauge,
 		"Fleet headroom of the model: 1 minus total in-flight load divided by total knee concurrency.", []string{"model"}}
 	MetricScrapeDuration = MetricDesc{"kneewatch_scrape_duration_seconds", Gauge,
@@ -124,7 +126,7 @@ var Catalog = []MetricDesc{
 	MetricReplicaWaiting, MetricReplicaOutputTPS, MetricReplicaPromptTPS, MetricReplicaGoodput,
 	MetricReplicaAttainment, MetricReplicaRequests, MetricReplicaGoodRequests, MetricReplicaTTFT, MetricReplicaTPOT, MetricReplicaKV,
 	MetricReplicaPreemptions, MetricReplicaGPUUtil, MetricReplicaLimiting, MetricReplicaMixDrift,
-	MetricReplicaEvalOK, MetricTargetUp, MetricScrapeDuration, MetricScrapeProblems,
+	MetricReplicaEvalOK, MetricReplicaInfo, MetricTargetUp, MetricScrapeDuration, MetricScrapeProblems,
 	MetricKneeConcurrency, MetricKneeOutputTPS, MetricKneeGoodput, MetricKneeKV,
 	MetricSLOTTFT, MetricSLOTPOT,
 	MetricFleetReplicas, MetricFleetNeeded, MetricFleetHeadroom,

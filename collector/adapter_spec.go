@@ -249,8 +249,12 @@ func readSpec(mf *dto.MetricFamily, spec metricSpec, sel selector, s *Snapshot) 
 		for _, m := range ms {
 			var v float64
 			if spec.histogramSum {
-				if (t != dto.MetricType_HISTOGRAM && t != dto.MetricType_SUMMARY) ||
-					(m.GetHistogram().SampleSum == nil && m.GetSummary().SampleSum == nil) {
+				// Either message may be absent (nil) whatever the family's
+				// type says: a histogram exposed without its _sum line has no
+				// summary, and reading through the nil one crashed the watcher.
+				hasSum := (m.GetHistogram() != nil && m.GetHistogram().SampleSum != nil) ||
+					(m.GetSummary() != nil && m.GetSummary().SampleSum != nil)
+				if (t != dto.MetricType_HISTOGRAM && t != dto.MetricType_SUMMARY) || !hasSum {
 					s.problemOf(ProblemWrongType, spec.signal, name, "has no _sum to read %s from", spec.signal)
 					return
 				}

@@ -25,7 +25,7 @@ var exported = []catalog.MetricDesc{
 	catalog.MetricReplicaRequests, catalog.MetricReplicaGoodRequests,
 	catalog.MetricReplicaTTFT, catalog.MetricReplicaTPOT, catalog.MetricReplicaKV,
 	catalog.MetricReplicaPreemptions, catalog.MetricReplicaGPUUtil, catalog.MetricReplicaLimiting,
-	catalog.MetricReplicaMixDrift, catalog.MetricReplicaEvalOK, catalog.MetricTargetUp,
+	catalog.MetricReplicaMixDrift, catalog.MetricReplicaEvalOK, catalog.MetricReplicaInfo, catalog.MetricTargetUp,
 	catalog.MetricScrapeDuration, catalog.MetricScrapeProblems, catalog.MetricKneeConcurrency, catalog.MetricKneeOutputTPS,
 	catalog.MetricKneeGoodput, catalog.MetricKneeKV, catalog.MetricSLOTTFT, catalog.MetricSLOTPOT,
 	catalog.MetricFleetReplicas, catalog.MetricFleetNeeded, catalog.MetricFleetHeadroom,
@@ -114,6 +114,9 @@ func (e *Exporter) collectReplica(ch chan<- prometheus.Metric, re *ReplicaEval, 
 	with := func(extra string) []string { return append(append([]string{}, l...), extra) }
 	res := &re.Result
 	emit(catalog.MetricReplicaEvalOK, boolValue(res.OK), with(res.Reason)...)
+	if re.Engine != "" {
+		emit(catalog.MetricReplicaInfo, 1, with(re.Engine)...)
+	}
 
 	if re.SLO != nil {
 		q := strconv.FormatFloat(re.SLO.Quantile, 'g', -1, 64)

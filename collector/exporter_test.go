@@ -292,6 +292,10 @@ func (allFailing) Summary(string) (probe.Summary, bool) {
 	return probe.Summary{Probes: 4, AllFailing: true}, true
 }
 
+func (allFailing) Traffic(string, time.Time, time.Time) (probe.Traffic, bool) {
+	return probe.Traffic{}, true // failed probes add nothing to the mix
+}
+
 func TestAReplicaWhoseProbesAllFailIsNotHealthyWithHeadroom(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	w := NewWatcher(WatcherOptions{Interval: 5 * time.Second, Window: time.Minute, Probes: allFailing{}})

@@ -228,3 +228,36 @@ func bucketFractionBelow(upper float64, buckets []Bucket) (fraction float64, exa
 	}
 	return upperRank / count, exact
 }
+
+// bucketShareBounds bounds the share of observations at or below threshold
+// by what the buckets can say without guessing: lower is the share at or
+// below the highest edge ≤ threshold (0 below the first edge), upper the
+// share at or below the lowest edge ≥ threshold (1 above the highest
+// finite edge, where only the +Inf bucket is left). The two are equal when
+// threshold is an edge. Counts are read through PromQL's envelope (a count
+// that falls is lifted to the running maximum), so rate noise cannot make
+// a bound fall. NaN, NaN without a +Inf bucket or observations.
+func bucketShareBounds(threshold float64, buckets []Bucket) (lower, upper float64) {
+	if len(buckets) == 0 || !math.IsInf(buckets[len(buckets)-1].UpperBound, +1) || math.IsNaN(threshold) {
+		return math.NaN(), math.NaN()
+	}
+	total := 0.0
+	for _, b := range buckets {
+		total = max(total, b.Count)
+	}
+	if !(total > 0) || math.IsInf(total, 0) {
+		return math.NaN(), math.NaN()
+	}
+	env, lo, hi := 0.0, 0.0, math.NaN()
+	for _, b := range buckets {
+		env = max(env, b.Count)
+		if b.UpperBound <= threshold {
+			lo = env
+		}
+		if b.UpperBound >= threshold {
+			hi = env
+			break
+		}
+	}
+	return lo / total, hi / total
+}

@@ -130,6 +130,10 @@ type replicaState struct {
 	// stop ends the replica's loop (nil when no loop runs); guarded by
 	// Watcher.mu.
 	stop context.CancelFunc
+	// edges logs SLO thresholds that fall between the scraped bucket edges.
+	edges edgeWarner
+	// engine is the adapter of the last good scrape, logged when it changes.
+	engine string
 }
 
 // ProblemKey counts scrape problems by source ("engine", "dcgm") and kind
@@ -151,6 +155,9 @@ type ReplicaEval struct {
 	// At is when the replica was evaluated (its engine scrape's start, or
 	// the clock when the scrape failed): each replica has its own time.
 	At time.Time
+	// Engine is the adapter that read the replica's metrics: configured,
+	// or detected from the metric names; kept from the last good scrape.
+	Engine string
 
 	EngineUp       bool
 	EngineError    string
@@ -547,6 +554,10 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 	if out.err == nil && out.snap.Model != "" {
 		s.model = capLabel(out.snap.Model)
 	}
+	if out.err == nil {
+		s.noteEngine(w.opts.Logger, out.snap.Engine)
+	}
+	e.Engine = s.engine
 	if e.Model == "" {
 		e.Model = s.model
 	}
@@ -602,8 +613,14 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 		w.opts.Logger.Warn("snapshot rejected", "replica", t.Replica, "err", err)
 	}
 	s.counters.add(snap, e.SLO)
+	s.edges.check(w.opts.Logger, t.Replica, snap, e.SLO)
 
 	e.Observation = Observe(s.window, snap.Time, e.SLO)
+	if w.opts.Probes != nil {
+		if pt, ok := w.opts.Probes.Traffic(t.Replica, snap.Time.Add(-s.window.Width()), snap.Time); ok {
+			excludeProbeTraffic(&e.Observation, s.window, snap.Time, pt)
+		}
+	}
 	e.Result = knee.Evaluate(e.Observation, t.Profile, w.opts.Knee)
 	unusable := ""
 	switch p, bad := unusableDimension(snap); {
@@ -654,6 +671,21 @@ func (w *Watcher) countProblems(s *replicaState, source string, problems []Probl
 				"source", source, "problem", kind, "detail", capText(p.String()))
 		}
 	}
+}
+
+// noteEngine remembers the engine a scrape was read with, logging it the
+// first time and whenever it changes (a replica redeployed on another
+// engine): the on-call should know which metric names a headroom came from.
+func (s *replicaState) noteEngine(logger *slog.Logger, engine string) {
+	if engine == "" || engine == s.engine {
+		return
+	}
+	if s.engine == "" {
+		logger.Info("engine detected", "replica", s.target.Replica, "engine", engine, "configured", s.target.Engine != "")
+	} else {
+		logger.Warn("engine changed", "replica", s.target.Replica, "from", s.engine, "to", engine)
+	}
+	s.engine = engine
 }
 
 func (w *Watcher) withCounters(e ReplicaEval, s *replicaState) ReplicaEval {

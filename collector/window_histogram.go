@@ -19,12 +19,19 @@ type Quantile struct {
 // Attainment is the share of a histogram's observations in the window at
 // or below a threshold, such as the share of requests meeting a TTFT SLO.
 type Attainment struct {
+	// Ratio is PromQL's histogram_fraction: inside a bucket it interpolates
+	// linearly, as if observations spread evenly over the bucket. They
+	// rarely do: at light load every vLLM TPOT sits near 10 ms, in the
+	// (0.01, 0.025] bucket, and a 23 ms threshold interpolates to 0.867
+	// when every request met it. So kneewatch judges SLOs by Upper, never
+	// by Ratio; Ratio is kept to match a user's own Prometheus.
 	Ratio float64
+	// Lower and Upper are what the buckets support without guessing: the
+	// shares at or below the bucket edges just under and just over the
+	// threshold (see bucketShareBounds). The true share lies between them.
+	Lower, Upper float64
 	// Exact is true only when the threshold is one of the histogram's
-	// bucket bounds. Otherwise Ratio interpolates linearly inside the
-	// bucket holding the threshold (assuming observations spread evenly
-	// over it); above the highest finite bound nothing is interpolated and
-	// Ratio is a lower bound.
+	// bucket bounds; then Lower, Upper and Ratio agree.
 	Exact bool
 }
 
@@ -130,7 +137,8 @@ func (w *Window) SLOAttainment(sig Signal, threshold float64, at time.Time) (Att
 	if math.IsNaN(ratio) {
 		return Attainment{}, fmt.Errorf("attainment of %s: %w", sig, ErrNoObservations)
 	}
-	return Attainment{Ratio: ratio, Exact: exact}, nil
+	lower, upper := bucketShareBounds(threshold, rates)
+	return Attainment{Ratio: ratio, Lower: lower, Upper: upper, Exact: exact}, nil
 }
 
 // HistogramMean is rate(x_sum[width]) / rate(x_count[width]): the mean

@@ -213,11 +213,11 @@ func TestHistogramQuantileAndAttainment(t *testing.T) {
 		threshold float64
 		want      Attainment
 	}{
-		{"a threshold on a bucket edge is exact", 0.5, Attainment{Ratio: 30.0 / 50, Exact: true}},
-		{"a threshold inside a bucket interpolates linearly", 0.3, Attainment{Ratio: (10 + 20*0.5) / 50.0}},
-		{"a threshold below the first edge interpolates from zero", 0.05, Attainment{Ratio: 5.0 / 50}},
-		{"a threshold above the highest finite edge counts only up to that edge", 5, Attainment{Ratio: 40.0 / 50}},
-		{"the highest finite edge is exact", 1, Attainment{Ratio: 40.0 / 50, Exact: true}},
+		{"a threshold on a bucket edge is exact", 0.5, Attainment{Ratio: 30.0 / 50, Lower: 30.0 / 50, Upper: 30.0 / 50, Exact: true}},
+		{"a threshold inside a bucket interpolates linearly, bounded by its edges", 0.3, Attainment{Ratio: (10 + 20*0.5) / 50.0, Lower: 10.0 / 50, Upper: 30.0 / 50}},
+		{"a threshold below the first edge interpolates from zero", 0.05, Attainment{Ratio: 5.0 / 50, Lower: 0, Upper: 10.0 / 50}},
+		{"a threshold above the highest finite edge counts only up to that edge, and cannot bound it from above", 5, Attainment{Ratio: 40.0 / 50, Lower: 40.0 / 50, Upper: 1}},
+		{"the highest finite edge is exact", 1, Attainment{Ratio: 40.0 / 50, Lower: 40.0 / 50, Upper: 40.0 / 50, Exact: true}},
 	}
 	for _, tt := range att {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,9 +22,9 @@ type Global struct {
 	// SLO is the latency contract a replica is judged against when its knee
 	// profile does not carry one, and the default for `kneewatch sweep`.
 	SLO SLO `yaml:"slo"`
-	// TargetHeadroom is the share of each replica's knee goodput kept free
-	// when sizing the fleet: replicas needed = offered goodput ÷ (knee goodput
-	// per replica × (1 − target_headroom)). 0 ≤ value < 1. Default 0.2.
+	// TargetHeadroom is the headroom each replica should keep when sizing
+	// the fleet: replicas needed = Σ (1 − headroom) over the model's
+	// evaluated replicas ÷ (1 − target_headroom). 0 ≤ value < 1. Default 0.2.
 	TargetHeadroom float64 `yaml:"target_headroom"`
 	// ProfilesDir, when set, adds every *.yaml and *.yml file in this
 	// directory to the profiles, named by its file name without the
@@ -83,7 +83,7 @@ func (g Global) validate(p *problems) {
 	}
 	g.SLO.validate(p, "global.slo")
 	if g.TargetHeadroom < 0 || g.TargetHeadroom >= 1 {
-		p.add("global.target_headroom", "%v is outside [0, 1): it is the share of knee goodput kept free when sizing the fleet", g.TargetHeadroom)
+		p.add("global.target_headroom", "%v is outside [0, 1): it is the headroom each replica should keep when sizing the fleet", g.TargetHeadroom)
 	}
 }
 

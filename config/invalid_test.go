@@ -81,7 +81,7 @@ func TestLoadRejectsInvalidConfigs(t *testing.T) {
 		{"rejects a zero TTFT threshold", "invalid-global-slo-ttft.yml",
 			"testdata/invalid-global-slo-ttft.yml: global.slo.ttft: must be above 0, got 0s"},
 		{"rejects a target headroom of 1", "invalid-global-target-headroom.yml",
-			"testdata/invalid-global-target-headroom.yml: global.target_headroom: 1 is outside [0, 1): it is the share of knee goodput kept free when sizing the fleet"},
+			"testdata/invalid-global-target-headroom.yml: global.target_headroom: 1 is outside [0, 1): it is the headroom each replica should keep when sizing the fleet"},
 		{"rejects two bearer token sources", "invalid-http-client-conflict.yml",
 			"testdata/invalid-http-client-conflict.yml: line 6: http_client: at most one of bearer_token & bearer_token_file must be configured"},
 		{"rejects a misspelt http_client key", "invalid-http-client-unknown-field.yml",

@@ -1,19 +1,30 @@
 package knee
 
-// ReplicasNeeded is how many replicas serve an offered load of goodput with
-// the target headroom kept in reserve:
+// ReplicasNeeded is how many replicas carry a fleet's load with the target
+// headroom kept in reserve:
 //
-//	offered ÷ (knee goodput per replica × (1 − target headroom))
+//	knee load ÷ (1 − target headroom)
+//
+// where the knee load is the sum of the replicas' knee load ratios, each
+// 1 − its headroom: a replica at its knee carries 1, an idle one 0. That is
+// the scale headroom is read on, so a fleet whose every replica keeps more
+// than the target headroom needs fewer replicas than it has, and one whose
+// every replica keeps less needs more.
+//
+// Sizing by output tokens/s ÷ knee goodput, as this once did, contradicted
+// headroom: throughput is concave in load, so a replica at 0.665 of its
+// knee concurrency (headroom 0.335) already makes ~85% of the knee's
+// tokens/s, and ÷ 0.8 read 1.06 replicas needed for one with more than the
+// target headroom.
 //
 // It is fractional; round up to provision. ok is false, and the value
-// unknown, when offered is unknown or negative, the knee goodput is not
-// > 0, or the target headroom is outside [0,1).
-func ReplicasNeeded(offeredGoodput, kneeGoodputPerReplica, targetHeadroom float64) (float64, bool) {
-	if !nonNegative(offeredGoodput) || !Known(kneeGoodputPerReplica) || kneeGoodputPerReplica <= 0 ||
-		!Known(targetHeadroom) || targetHeadroom < 0 || targetHeadroom >= 1 {
+// unknown, when the knee load is unknown or negative, or the target
+// headroom is outside [0,1).
+func ReplicasNeeded(kneeLoad, targetHeadroom float64) (float64, bool) {
+	if !nonNegative(kneeLoad) || !Known(targetHeadroom) || targetHeadroom < 0 || targetHeadroom >= 1 {
 		return Unknown(), false
 	}
-	return offeredGoodput / (kneeGoodputPerReplica * (1 - targetHeadroom)), true
+	return kneeLoad / (1 - targetHeadroom), true
 }
 
 // Fleet summarizes the replicas serving one model.
@@ -22,16 +33,16 @@ type Fleet struct {
 	Available int // replicas whose evaluation is OK
 
 	// OfferedTokensPerSecond is the output tokens/s the available replicas
-	// serve, standing in for the offered goodput. It undercounts demand
-	// that is still queued, so when Headroom < 0 ReplicasNeeded is a
-	// lower bound.
+	// serve; unknown when any of theirs is. For reading only: sizing does
+	// not use it (see ReplicasNeeded).
 	OfferedTokensPerSecond float64
-	// KneeGoodputPerReplica is the mean knee goodput of the available
-	// replicas (their profiles may differ, e.g. mixed GPU types).
-	KneeGoodputPerReplica float64
-	// ReplicasNeeded is ReplicasNeeded(OfferedTokensPerSecond,
-	// KneeGoodputPerReplica, target headroom); unknown when any input is,
-	// including when an available replica's output tokens/s is unknown.
+	// KneeLoad is Σ (1 − headroom) over the available replicas: how many
+	// replicas' worth of knee the fleet's load fills, on headroom's scale.
+	KneeLoad float64
+	// ReplicasNeeded is ReplicasNeeded(KneeLoad, target headroom). Replicas
+	// that are not available carry load that is not counted, and load past
+	// a knee is counted only as far as the queue shows it, so it is a lower
+	// bound then.
 	ReplicasNeeded float64
 	// Headroom is 1 − Σ load ÷ Σ knee concurrency over the available
 	// replicas: the headroom the fleet would have if load were spread
@@ -44,7 +55,7 @@ type Fleet struct {
 // headroom (the share of knee capacity to keep in reserve, 0..1).
 func SummarizeFleet(results []Result, targetHeadroom float64) Fleet {
 	f := Fleet{Replicas: len(results)}
-	var load, kneeConcurrency, offered, kneeGoodput float64
+	var load, kneeConcurrency, offered, kneeLoad float64
 	offeredKnown := true
 	for i := range results {
 		r := &results[i]
@@ -54,22 +65,22 @@ func SummarizeFleet(results []Result, targetHeadroom float64) Fleet {
 		f.Available++
 		load += r.Load
 		kneeConcurrency += r.Knee.Concurrency
-		kneeGoodput += r.Knee.GoodputTokensPerSecond
+		kneeLoad += 1 - r.Headroom
 		if Known(r.OutputTokensPerSecond) {
 			offered += r.OutputTokensPerSecond
 		} else {
 			offeredKnown = false
 		}
 	}
-	f.OfferedTokensPerSecond, f.KneeGoodputPerReplica, f.ReplicasNeeded, f.Headroom = Unknown(), Unknown(), Unknown(), Unknown()
+	f.OfferedTokensPerSecond, f.KneeLoad, f.ReplicasNeeded, f.Headroom = Unknown(), Unknown(), Unknown(), Unknown()
 	if f.Available == 0 {
 		return f
 	}
 	f.Headroom = 1 - load/kneeConcurrency
-	f.KneeGoodputPerReplica = kneeGoodput / float64(f.Available)
+	f.KneeLoad = kneeLoad
+	f.ReplicasNeeded, _ = ReplicasNeeded(kneeLoad, targetHeadroom)
 	if offeredKnown {
 		f.OfferedTokensPerSecond = offered
-		f.ReplicasNeeded, _ = ReplicasNeeded(offered, f.KneeGoodputPerReplica, targetHeadroom)
 	}
 	return f
 }

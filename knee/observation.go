@@ -61,6 +61,10 @@ type Observation struct {
 	// Observed mean tokens per request over the window, for mix drift.
 	MeanPromptTokens float64
 	MeanOutputTokens float64
+	// MixRequests is how many finished requests the means are taken over;
+	// unknown when not counted. Mix drift is judged only over at least
+	// MinMixRequests (see Result.MixDrift).
+	MixRequests float64
 
 	GPUUtilization float64 // 0..1
 }
@@ -76,7 +80,7 @@ func NewObservation() Observation {
 		TPOT:           LatencyQuantiles{nan, nan, nan},
 		TTFTAttainment: nan, TPOTAttainment: nan,
 		QueueGrowthPerSecond: nan,
-		MeanPromptTokens:     nan, MeanOutputTokens: nan,
+		MeanPromptTokens:     nan, MeanOutputTokens: nan, MixRequests: nan,
 		GPUUtilization: nan,
 	}
 }

@@ -56,6 +56,7 @@ type Result struct {
 	E2E          time.Duration // to the end of the stream, or to the failure
 	StatusCode   int           // 0 when no response arrived
 	OutputTokens int           // the usage's completion_tokens, else the content chunks counted
+	PromptTokens int           // the usage's prompt_tokens; 0 when the server sent none
 	Class        Class         // empty on success
 	Err          error         // why it failed; nil on success
 	// Canceled is true when the caller's context ended first (shutdown):

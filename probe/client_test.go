@@ -197,6 +197,9 @@ func TestAProbeMeasuresTTFTAndTPOTFromTheStream(t *testing.T) {
 	if res.TPOT < gap-2*time.Millisecond || res.TPOT > gap+10*time.Millisecond {
 		t.Errorf("TPOT %v, want about %v", res.TPOT, gap)
 	}
+	if res.PromptTokens != 16 {
+		t.Errorf("prompt tokens %d, want the usage's 16", res.PromptTokens)
+	}
 	if res.OutputTokens != 5 || res.E2E < res.TTFT+4*gap {
 		t.Errorf("tokens %d, e2e %v", res.OutputTokens, res.E2E)
 	}

@@ -35,9 +35,40 @@ func (r *Runner) Describe(ch chan<- *prometheus.Desc) {
 func (r *Runner) Collect(ch chan<- prometheus.Metric) {
 	now := r.opts.Now()
 	p := r.opts.Probes
+	state := r.stateFunc()
 	for _, s := range r.sortedReplicas() {
+		if !s.resolveModel(state) {
+			continue // no model label yet: export nothing rather than model=""
+		}
 		s.collect(ch, now, p.MaxTokens, p.LoadRatioCap, r.window)
 	}
+}
+
+// stateFunc is the watcher's state while Run runs, else nil.
+func (r *Runner) stateFunc() StateFunc {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.run == nil {
+		return nil
+	}
+	return r.run.state
+}
+
+// resolveModel settles the model label from the watcher when it is not yet
+// settled, and reports whether it is.
+func (s *replicaState) resolveModel(state StateFunc) bool {
+	s.mu.Lock()
+	known := s.modelKnown
+	s.mu.Unlock()
+	if known || state == nil {
+		return known
+	}
+	st, ok := state(s.name)
+	if !ok {
+		return false
+	}
+	s.setModel(st.Model)
+	return true
 }
 
 func (s *replicaState) collect(ch chan<- prometheus.Metric, now time.Time, maxTokens int, loadCap float64, window time.Duration) {

@@ -2,11 +2,14 @@ package probe
 
 import (
 	"bytes"
+	"context"
 	"flag"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/kneewatch/kneewatch/catalog"
+	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/internal/testtools"
 )
 
@@ -35,7 +39,7 @@ func fixedRunner(t *testing.T) *Runner {
 	err = r.SetTargets([]Target{
 		{Replica: "vllm-0", Model: "llama", BaseURL: "http://vllm-0.invalid:8000/v1", KneeOutputTokensPerSecond: 2000,
 			SLOTTFT: 200 * time.Millisecond, SLOTPOT: 20 * time.Millisecond},
-		{Replica: "no-knee", BaseURL: "http://no-knee.invalid:8000/v1"},
+		{Replica: "no-knee", Model: "qwen", BaseURL: "http://no-knee.invalid:8000/v1"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -102,5 +106,62 @@ func TestTheProbeExpositionMatchesTheGoldenFile(t *testing.T) {
 	cmd.Stdin = bytes.NewReader(buf.Bytes())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// TestProbeSeriesCarryTheirModelFromTheStart: a target that names no model
+// exports no probe series until the watcher has seen the replica, and then
+// exports them under the engine's model, never first under model="".
+func TestProbeSeriesCarryTheirModelFromTheStart(t *testing.T) {
+	p := fastProbes()
+	p.Interval, p.Timeout = config.Duration(time.Hour), config.Duration(time.Minute) // no probe is sent during the test
+	r, err := New(Options{Probes: p, Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetTargets([]Target{{Replica: "vllm-0", BaseURL: "http://vllm-0.invalid:8000/v1", KneeOutputTokensPerSecond: 2000}}); err != nil {
+		t.Fatal(err)
+	}
+	var seen atomic.Bool
+	state := func(string) (ReplicaState, bool) {
+		if !seen.Load() {
+			return ReplicaState{}, false
+		}
+		return ReplicaState{Model: "meta-llama/Llama-3.1-8B-Instruct", Headroom: math.NaN(), QueueGrowthPerSecond: math.NaN(), Waiting: math.NaN()}, true
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, state) }()
+	defer func() { cancel(); <-done }()
+	for r.stateFunc() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	models := func() map[string]bool {
+		out := map[string]bool{}
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(r)
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "model" {
+						out[l.GetValue()] = true
+					}
+				}
+			}
+		}
+		return out
+	}
+	if got := models(); len(got) != 0 {
+		t.Fatalf("before the watcher saw the replica, probe series with models %v, want none", got)
+	}
+	seen.Store(true)
+	for range 3 {
+		if got := models(); len(got) != 1 || !got["meta-llama/Llama-3.1-8B-Instruct"] {
+			t.Fatalf("after the watcher saw the replica, models %v, want only the engine's", got)
+		}
 	}
 }

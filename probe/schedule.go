@@ -41,6 +41,9 @@ func (r *Runner) loop(ctx context.Context, s *replicaState, state StateFunc) {
 // a probe was sent.
 func (r *Runner) slot(ctx context.Context, s *replicaState, state StateFunc) bool {
 	st, known := state(s.name)
+	if known {
+		s.setModel(st.Model)
+	}
 	if reason, skip := r.skipReason(st, known); skip {
 		s.skip(reason)
 		r.log.Debug("probe skipped", "replica", s.name, "reason", reason)
@@ -52,7 +55,7 @@ func (r *Runner) slot(ctx context.Context, s *replicaState, state StateFunc) boo
 		r.log.Debug("probe skipped", "replica", s.name, "reason", ReasonBudget)
 		return false
 	}
-	model := s.setModel(st.Model)
+	model := s.settleModel()
 	target := s.snapshotTarget()
 	key := r.apiKey()
 	res := r.client.Probe(ctx, Request{BaseURL: target.BaseURL, Model: model, APIKey: key})

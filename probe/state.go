@@ -35,6 +35,7 @@ type record struct {
 	id       uint64
 	start    time.Time
 	tokens   int // max_tokens while in flight (the budget's charge), then the tokens received
+	prompt   int // the prompt tokens the server counted (usage); 0 when unknown
 	finished bool
 	end      time.Time
 	ok       bool
@@ -49,18 +50,23 @@ type record struct {
 type replicaState struct {
 	name string // the replica; never changes
 
-	mu       sync.Mutex
-	target   Target
-	model    string // the model label
-	ttft     *histogram
-	tpot     *histogram
-	success  uint64
-	failures map[Class]uint64
-	skipped  map[Reason]uint64
-	last     time.Time // when the last probe finished
-	records  []record  // oldest first, trimmed to the retention span
-	failing  bool      // the last finished probe failed (for logging transitions)
-	nextID   uint64    // of the next record
+	mu     sync.Mutex
+	target Target
+	model  string // the model label
+	// modelKnown is false until the model label is settled: the target
+	// names it, or the watcher has seen the replica. Until then the
+	// replica exports nothing, so no series starts with model="" and churns
+	// to the real model after the first probe.
+	modelKnown bool
+	ttft       *histogram
+	tpot       *histogram
+	success    uint64
+	failures   map[Class]uint64
+	skipped    map[Reason]uint64
+	last       time.Time // when the last probe finished
+	records    []record  // oldest first, trimmed to the retention span
+	failing    bool      // the last finished probe failed (for logging transitions)
+	nextID     uint64    // of the next record
 
 	cancel func() // stops the loop; nil while not running
 }
@@ -87,6 +93,17 @@ func (s *replicaState) setTarget(t Target) {
 	if t.Model != "" || s.model == "" {
 		s.model = t.Model
 	}
+	s.modelKnown = s.modelKnown || t.Model != ""
+}
+
+// settleModel returns the model a probe is about to be sent with and
+// settles the label on it: without a watcher that knows the replica, the
+// model the probe asked for is the best there is.
+func (s *replicaState) settleModel() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.modelKnown = true
+	return s.model
 }
 
 func (s *replicaState) snapshotTarget() Target {
@@ -101,13 +118,16 @@ func (s *replicaState) skip(r Reason) {
 	s.skipped[r]++
 }
 
-// setModel takes the model the watcher saw when the target names none.
+// setModel takes the model the watcher saw when the target names none;
+// once the watcher has seen the replica the label is settled, even as ""
+// for an engine that names no model.
 func (s *replicaState) setModel(seen string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.target.Model == "" && seen != "" {
 		s.model = seen
 	}
+	s.modelKnown = true
 	return s.model
 }
 
@@ -135,7 +155,8 @@ func (s *replicaState) finish(id uint64, res Result, now time.Time) (changed boo
 	s.last = now
 	for i := len(s.records) - 1; i >= 0; i-- {
 		if r := &s.records[i]; r.id == id {
-			*r = record{id: id, start: r.start, tokens: res.OutputTokens, finished: true, end: now, ok: ok, class: res.Class, ttft: ttft, tpot: tpot}
+			*r = record{id: id, start: r.start, tokens: res.OutputTokens, prompt: res.PromptTokens, finished: true, end: now, ok: ok,
+				class: res.Class, ttft: ttft, tpot: tpot}
 			break
 		}
 	}

@@ -24,6 +24,7 @@ type streamChunk struct {
 		} `json:"delta"`
 	} `json:"choices"`
 	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
 		CompletionTokens int `json:"completion_tokens"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
@@ -93,6 +94,7 @@ func readStream(r io.Reader, res *Result) error {
 		}
 		if ch.Usage != nil {
 			usageTokens = ch.Usage.CompletionTokens
+			res.PromptTokens = max(ch.Usage.PromptTokens, 0)
 		}
 	}
 	finish()

@@ -15,6 +15,48 @@ const MinFailingProbes = 2
 // and a nil *Runner (probes off) answers false for every replica.
 type Summaries interface {
 	Summary(replica string) (Summary, bool)
+	Traffic(replica string, from, to time.Time) (Traffic, bool)
+}
+
+// Traffic is what a replica's successful probes added to its engine's
+// counters over a span: the watcher takes it out of the request mix, so
+// kneewatch's own 16-token probes do not read as a drift of the traffic.
+type Traffic struct {
+	Requests     int
+	PromptTokens float64 // as the server counted them (usage), else as the probe sized its prompt
+	OutputTokens float64
+}
+
+// Traffic returns the replica's successful probes that finished in
+// (from, to], and false when the replica is not probed. Failed probes are
+// left out: whether an engine counts a request it failed or aborted, and
+// with which tokens, varies by engine and by failure.
+func (r *Runner) Traffic(replica string, from, to time.Time) (Traffic, bool) {
+	if r == nil {
+		return Traffic{}, false
+	}
+	r.mu.Lock()
+	s, ok := r.replicas[replica]
+	r.mu.Unlock()
+	if !ok {
+		return Traffic{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var t Traffic
+	for _, rec := range s.records {
+		if !rec.finished || !rec.ok || !rec.end.After(from) || rec.end.After(to) {
+			continue
+		}
+		t.Requests++
+		t.OutputTokens += float64(rec.tokens)
+		prompt := rec.prompt
+		if prompt <= 0 {
+			prompt = r.opts.Probes.PromptTokens
+		}
+		t.PromptTokens += float64(prompt)
+	}
+	return t, true
 }
 
 var _ Summaries = (*Runner)(nil)

@@ -118,3 +118,35 @@ func TestHistogramEdgesIncludeTheSLOThreshold(t *testing.T) {
 		t.Errorf("%d of %d observations ≤ 0.2, want 2 of 4", within, h.count)
 	}
 }
+
+// TestTrafficCountsWhatTheEngineCounted: the successful probes that finished
+// in the span, with the server's prompt count when it sent usage, else the
+// probe's own prompt size; failures and probes outside the span are left out.
+func TestTrafficCountsWhatTheEngineCounted(t *testing.T) {
+	r := fixedRunner(t) // vllm-0: four good probes of 16 tokens ending at t0+1s, +13s, +25s, +37s, and a 500 at +49s
+	s := r.replicas["vllm-0"]
+	id, _ := s.reserve(t0.Add(50*time.Second), 16, 0.001, r.Window())
+	withUsage := ok(40*time.Millisecond, 8*time.Millisecond)
+	withUsage.PromptTokens = 19
+	s.finish(id, withUsage, t0.Add(51*time.Second))
+	tests := []struct {
+		name     string
+		from, to time.Time
+		want     Traffic
+	}{
+		{"every good probe of the minute", t0, t0.Add(time.Minute), Traffic{Requests: 5, PromptTokens: 4*4 + 19, OutputTokens: 5 * 16}},
+		{"only those that finished in the span", t0.Add(20 * time.Second), t0.Add(40 * time.Second), Traffic{Requests: 2, PromptTokens: 8, OutputTokens: 32}},
+		{"the 500 is not counted", t0.Add(45 * time.Second), t0.Add(50 * time.Second), Traffic{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, known := r.Traffic("vllm-0", tt.from, tt.to)
+			if !known || got != tt.want {
+				t.Errorf("Traffic = %+v, %v; want %+v", got, known, tt.want)
+			}
+		})
+	}
+	if _, known := r.Traffic("nobody", t0, t0.Add(time.Minute)); known {
+		t.Error("a replica that is not probed has traffic")
+	}
+}

@@ -20,7 +20,8 @@ func (g *generator) fleetCapacityLow() rulefmt.Rule {
 		fleet:   true,
 		summary: "Model {{ $labels.model }} needs more replicas than it has",
 		desc: fmt.Sprintf(`Model {{ $labels.model }} needs {{ $value | printf "%%.1f" }} more replicas than it has available `+
-			"to serve its offered goodput at the target headroom, for %s. Every replica will be pushed toward its knee.",
+			"to carry its load at the target headroom (its replicas keep less headroom than the target, on average), for %s. "+
+			"Every replica will be pushed toward its knee.",
 			dur(o.For)),
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/knee"
 	"github.com/kneewatch/kneewatch/measure"
 	"github.com/kneewatch/kneewatch/workload"
@@ -154,6 +155,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	log.Info("target checks passed", "target", cfg.targetLabel(), "model", cfg.Client.Model,
 		"probe_ttft", target.Probe.TTFT.Round(time.Microsecond), "probe_tokens", target.Probe.OutputTokens, "engine", target.Engine, "gpu", target.GPU)
+	// The sweep measures latency client-side, exactly; the profile's SLO
+	// is later judged on the engine's buckets by kneewatch serve.
+	collector.LogSLOEdges(log, target.Engine, cfg.SLO, "applies_to", "kneewatch serve's attainment of this profile's SLO")
 
 	out := &Outcome{Target: target, Started: clock()}
 	ramp := target.Probe.E2E

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
+	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/rules"
 )
@@ -57,6 +59,16 @@ func runRules(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		if opts, err = rules.FromConfig(cfg.Alerts, window.D()); err != nil {
 			return fmt.Errorf("%s: %w", *configFile, err)
 		}
+		// The burn-rate alerts page on kneewatch's good-request counters:
+		// say where an SLO threshold is judged at a bucket edge instead.
+		// A profile that does not load is serve's error to report; the
+		// rules do not read profiles, so only their check is skipped.
+		logger := slog.New(slog.NewTextHandler(stderr, nil))
+		profiles, err := collector.LoadProfiles(cfg)
+		if err != nil {
+			logger.Warn("SLO thresholds of the profiles not checked against bucket edges", "err", err)
+		}
+		warnSLOEdges(logger, cfg, profiles, false)
 	}
 
 	var b bytes.Buffer

@@ -49,12 +49,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	logger := settings.Logger(stderr)
 	if *check {
+		warnSLOEdges(logger, cfg, profiles, false)
 		fmt.Fprintf(stdout, "# %s is valid: %d targets, %d profiles\n%s", settings.ConfigFile, len(cfg.Targets), len(cfg.Profiles), cfg)
 		return nil
 	}
-	logger := settings.Logger(stderr)
 	warnClosedLoopKnees(logger, profiles)
+	warnSLOEdges(logger, cfg, profiles, true)
 	prober, err := newProber(cfg.Probes, settings.Window.D(), targets, logger)
 	if err != nil {
 		return err
