@@ -78,8 +78,9 @@ image:
 release-tools: $(TOOLS)/helm $(TOOLS)/goreleaser
 
 # chart packages the Helm chart (version and appVersion = VERSION) into dist/chart.
+CHART_DIST ?= dist/chart
 chart: $(TOOLS)/helm
-	helm package deploy/helm/kneewatch --destination dist/chart
+	helm package deploy/helm/kneewatch --destination $(CHART_DIST)
 
 tools: $(TOOL_BINS) $(KUBE_SCHEMAS)/generated
 

@@ -1,7 +1,11 @@
 package release
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,4 +191,68 @@ func TestDockerfileBuildsTheSameImage(t *testing.T) {
 	if !strings.Contains(text, "-t "+values.Image.Repository+":") {
 		t.Errorf("the Dockerfile's build command does not tag the chart's repository %s", values.Image.Repository)
 	}
+}
+
+// TestChartPackage runs `make chart` as the release workflow does and
+// reads the package: named and versioned after VERSION, naming the image
+// the release pushes, without the chart's Go tests.
+func TestChartPackage(t *testing.T) {
+	testtools.Path(t, "helm")
+	root := moduleRoot()
+	version, err := ReadVersion(filepath.Join(root, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dist := t.TempDir()
+	if out, err := makeIn(t, root, "chart", "CHART_DIST="+dist); err != nil {
+		t.Fatalf("make chart: %v\n%s", err, out)
+	}
+	pkg := filepath.Join(dist, "kneewatch-"+version+".tgz")
+	f, err := os.Open(pkg)
+	if err != nil {
+		t.Fatalf("make chart did not write the package of VERSION %s: %v", version, err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	files := map[string][]byte{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name] = data
+	}
+	for name := range files {
+		if strings.HasSuffix(name, ".go") || strings.Contains(name, "/tests/") {
+			t.Errorf("the package holds %s, which .helmignore leaves out", name)
+		}
+	}
+	extracted := t.TempDir()
+	for _, name := range []string{"kneewatch/Chart.yaml", "kneewatch/values.yaml"} {
+		if files[name] == nil {
+			t.Fatalf("the package has no %s", name)
+		}
+		if err := os.WriteFile(filepath.Join(extracted, filepath.Base(name)), files[name], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chart, err := ReadChart(extracted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chart.Check(version); err != nil {
+		t.Error(err)
+	}
+	t.Logf("%s: %d files, names image %s", filepath.Base(pkg), len(files), chart.Image())
 }
