@@ -197,14 +197,15 @@ func TestDockerfileBuildsTheSameImage(t *testing.T) {
 // reads the package: named and versioned after VERSION, naming the image
 // the release pushes, without the chart's Go tests.
 func TestChartPackage(t *testing.T) {
-	testtools.Path(t, "helm")
+	helm := testtools.Path(t, "helm")
 	root := moduleRoot()
 	version, err := ReadVersion(filepath.Join(root, "VERSION"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dist := t.TempDir()
-	if out, err := makeIn(t, root, "chart", "CHART_DIST="+dist); err != nil {
+	// TOOLS: the helm the test found, which make would otherwise build.
+	if out, err := makeIn(t, root, "chart", "CHART_DIST="+dist, "TOOLS="+filepath.Dir(helm)); err != nil {
 		t.Fatalf("make chart: %v\n%s", err, out)
 	}
 	pkg := filepath.Join(dist, "kneewatch-"+version+".tgz")
