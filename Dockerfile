@@ -1,6 +1,10 @@
 # syntax=docker/dockerfile:1
-# A small non-root image of the static kneewatch binary:
-#   docker build --build-arg VERSION=$(git describe --tags --always) -t kneewatch .
+# A small non-root image of the static kneewatch binary, for people with Docker:
+#   docker build --build-arg VERSION=$(cat VERSION) --build-arg REVISION=$(git rev-parse HEAD) \
+#     -t ghcr.io/kneewatch/kneewatch:$(cat VERSION) .
+# Releases do not use it: `make image` builds the same image (user,
+# entrypoint, command, port, labels; a test in internal/release checks) for
+# linux/amd64 and linux/arm64 without a Docker engine.
 # The chart runs it as UID 65532 with a read-only root filesystem and no
 # capabilities; the binary needs nothing but its config and the network.
 
@@ -23,6 +27,13 @@ RUN CGO_ENABLED=0 go build -trimpath \
 # distroless/static: CA certificates, tzdata and /etc/passwd with the
 # "nonroot" user (65532); no shell, no package manager.
 FROM gcr.io/distroless/static-debian12:nonroot
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.source="https://github.com/kneewatch/kneewatch" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="NOASSERTION" \
+      org.opencontainers.image.title="kneewatch"
 COPY --from=build /out/kneewatch /usr/local/bin/kneewatch
 USER 65532:65532
 EXPOSE 9847

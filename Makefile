@@ -4,6 +4,7 @@
 #   make test-short  the fast unit tier (no real tools, no long runs)
 #   make tools       build or install the pinned tools into .tools/bin (skips what is there)
 #   make bench       Go benchmarks
+#   make image       the release's container image (OCI layout in dist/image), no Docker engine
 
 SHELL      := /bin/bash
 GO         ?= go
@@ -16,6 +17,8 @@ ALERTMANAGER_VERSION := v0.35.0
 HELM_VERSION         := v3.22.0
 KUBECONFORM_VERSION  := v0.8.0
 KUBERNETES_VERSION   := v1.37.2
+ACTIONLINT_VERSION   := v1.7.12
+GORELEASER_VERSION   := v2.15.1
 # etcd's version is pinned in tools/etcd/go.mod, kube-apiserver's in tools/kas/go.mod.
 PROM_OPERATOR_VERSION := v0.85.0
 
@@ -24,13 +27,17 @@ PROM_OPERATOR_VERSION := v0.85.0
 KUBE_SCHEMAS := $(CURDIR)/.tools/schemas
 
 TOOL_BINS := $(TOOLS)/promtool $(TOOLS)/prometheus $(TOOLS)/alertmanager \
-	$(TOOLS)/helm $(TOOLS)/kubeconform $(TOOLS)/kube-apiserver $(TOOLS)/etcd
+	$(TOOLS)/helm $(TOOLS)/kubeconform $(TOOLS)/kube-apiserver $(TOOLS)/etcd \
+	$(TOOLS)/actionlint $(TOOLS)/goreleaser
 
-.PHONY: all build test test-short tools bench vet fmt-check clean-tools
+.PHONY: all build image chart version release-check release-tools test test-short tools bench vet fmt-check clean-tools
 
 all: build
 
-VERSION  ?= 0.1.0-dev
+# The release version lives in one place, the VERSION file: the binary, the
+# image tag and the chart's version and appVersion all equal it (a test in
+# internal/release checks). Release tags are v$(VERSION).
+VERSION  := $(strip $(file < $(CURDIR)/VERSION))
 REVISION := $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
 	-X github.com/prometheus/common/version.Revision=$(REVISION) \
@@ -39,6 +46,41 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
 # build writes bin/kneewatch, a static binary stamped with version and revision.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/kneewatch ./cmd/kneewatch
+
+version:
+	@echo $(VERSION)
+
+# release-check fails unless TAG (the git tag a release runs for) is v$(VERSION).
+release-check:
+	@test "$(TAG)" = "v$(VERSION)" || { echo "release tag '$(TAG)' is not v$(VERSION), the VERSION file's version" >&2; exit 1; }
+
+# image builds the static binary for each platform (stripped, as the
+# Dockerfile does), then assembles the OCI image index from them and a base
+# of CA certificates, tzdata and passwd with cmd/kneewatch-release:
+# no Docker engine. Files are stamped with the commit's time, so one commit
+# always gives the same digests. `kneewatch-release push` pushes it.
+IMAGE_PLATFORMS   := linux/amd64 linux/arm64
+IMAGE_DIR         := dist/image
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+platform_bin       = dist/bin/$(subst /,_,$(1))/kneewatch
+
+image:
+	@for p in $(IMAGE_PLATFORMS); do \
+	  echo "go build $$p"; \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" \
+	    -o dist/bin/$${p/\//_}/kneewatch ./cmd/kneewatch || exit 1; \
+	done
+	$(GO) run ./cmd/kneewatch-release image --version-file VERSION --revision "$(REVISION)" \
+	  --created $(SOURCE_DATE_EPOCH) --chart deploy/helm/kneewatch --out $(IMAGE_DIR) \
+	  $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(call platform_bin,$(p)))
+
+# release-tools are the pinned tools the release workflow runs.
+release-tools: $(TOOLS)/helm $(TOOLS)/goreleaser
+
+# chart packages the Helm chart (version and appVersion = VERSION) into dist/chart.
+CHART_DIST ?= dist/chart
+chart: $(TOOLS)/helm
+	helm package deploy/helm/kneewatch --destination $(CHART_DIST)
 
 tools: $(TOOL_BINS) $(KUBE_SCHEMAS)/generated
 
@@ -68,6 +110,12 @@ $(TOOLS)/kube-apiserver:
 $(TOOLS)/etcd:
 	scripts/build-etcd.sh $(TOOLS)
 
+$(TOOLS)/actionlint:
+	GOBIN=$(TOOLS) $(GO) install -trimpath github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+
+$(TOOLS)/goreleaser:
+	GOBIN=$(TOOLS) $(GO) install -trimpath github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+
 $(KUBE_SCHEMAS)/generated:
 	scripts/kube-schemas.sh $(KUBERNETES_VERSION) $(PROM_OPERATOR_VERSION) $(KUBE_SCHEMAS)
 
@@ -86,7 +134,7 @@ REALTIME_PKGS := ./sim ./probe ./sweep ./demo ./e2e
 
 TEST_ENV := KNEEWATCH_REQUIRE_TOOLS=1 KNEEWATCH_TOOLS=$(TOOLS)
 
-test: tools fmt-check vet
+test: tools image fmt-check vet
 	$(TEST_ENV) $(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v -E '/(sim|probe|sweep|demo|e2e)$$')
 	$(TEST_ENV) $(GO) test -count=1 -timeout 40m -p 1 $(REALTIME_PKGS)
 

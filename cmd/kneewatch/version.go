@@ -12,10 +12,11 @@ import (
 
 func init() {
 	register("version", "print the version and build information", runVersion)
-	// Release builds set these with -ldflags -X (see the Makefile's build
-	// target); a plain `go build` or `go run` still names itself.
+	// Release builds set these with -ldflags -X to the VERSION file's
+	// version (the Makefile, goreleaser); a plain `go build` or `go run`
+	// says it is unstamped rather than repeat a version that goes stale.
 	if version.Version == "" {
-		version.Version = "0.1.0-dev"
+		version.Version = "dev"
 	}
 	if version.Revision == "" {
 		version.Revision = vcsRevision()

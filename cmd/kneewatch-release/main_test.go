@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/kneewatch/kneewatch/internal/release"
+)
+
+func TestPushSendsTheLayoutToTheRegistry(t *testing.T) {
+	// No credentials of the user's: the keychain reads an empty config.
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	var idx v1.ImageIndex = empty.Index
+	for _, arch := range []string{"amd64", "arm64"} {
+		img, err := random.Image(256, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
+			Add:        img,
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}},
+		})
+	}
+	dir := filepath.Join(t.TempDir(), "image")
+	if err := release.WriteLayout(dir, idx, "registry.example/kneewatch/kneewatch:0.1.0"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	to := strings.TrimPrefix(srv.URL, "http://") + "/kneewatch/kneewatch:0.1.0"
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"push", "--layout", dir, "--to", to}, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := idx.Digest()
+	if !strings.HasPrefix(stdout.String(), "pushed "+to+"\n"+strings.TrimSuffix(to, ":0.1.0")+"@"+want.String()+"\n  linux/amd64\t") {
+		t.Errorf("push printed:\n%s\nwant the reference and %s", stdout.String(), want)
+	}
+	ref, err := name.ParseReference(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := remote.Index(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := got.Digest(); d != want {
+		t.Errorf("the registry holds %s, pushed %s", d, want)
+	}
+}
+
+func TestUsageErrorsSayWhatIsWrong(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", nil, "want a command: image or push"},
+		{"an unknown command", []string{"build"}, `unknown command "build": want image or push`},
+		{"a --binary without a path", []string{"image", "--binary", "linux/amd64"}, `invalid value "linux/amd64" for flag -binary: "linux/amd64" is not OS/ARCH=PATH`},
+		{"a missing VERSION file", []string{"image", "--version-file", filepath.Join(dir, "VERSION")}, "open " + filepath.Join(dir, "VERSION") + ": no such file or directory"},
+		{"pushing without a layout", []string{"push", "--layout", dir}, dir + " is not an OCI layout (`make image` writes it): "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := run(context.Background(), tc.args, io.Discard, io.Discard)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("error %v, want %s", err, tc.want)
+			}
+		})
+	}
+}
