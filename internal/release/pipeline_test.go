@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/registry"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kneewatch/kneewatch/internal/testtools"
@@ -256,4 +259,40 @@ func TestChartPackage(t *testing.T) {
 		t.Error(err)
 	}
 	t.Logf("%s: %d files, names image %s", filepath.Base(pkg), len(files), chart.Image())
+
+	// The release workflow's `helm push` to an OCI registry, here
+	// go-containerregistry's on loopback; a user's `helm template` of the
+	// pushed chart names the image the release pushes.
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	repo := "oci://" + strings.TrimPrefix(srv.URL, "http://") + "/charts"
+	env := helmHome(t)
+	out, err := runTool(env, helm, "push", pkg, repo, "--plain-http")
+	if err != nil {
+		t.Fatalf("helm push: %v\n%s", err, out)
+	}
+	t.Logf("helm push %s %s:\n%s", filepath.Base(pkg), repo, out)
+	out, err = runTool(env, helm, "template", "kneewatch", repo+"/kneewatch", "--version", version, "--plain-http")
+	if err != nil {
+		t.Fatalf("helm template of the pushed chart: %v\n%s", err, out)
+	}
+	if want := `image: "` + chart.Image() + `"`; !strings.Contains(out, want) {
+		t.Errorf("the pushed chart's render lacks %s", want)
+	}
+}
+
+// helmHome keeps helm's cache, config and registry logins out of the
+// user's home.
+func helmHome(t *testing.T) []string {
+	t.Helper()
+	home := t.TempDir()
+	return []string{"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME=" + filepath.Join(home, "config"), "HELM_DATA_HOME=" + filepath.Join(home, "data")}
+}
+
+func runTool(env []string, name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
