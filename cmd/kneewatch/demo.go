@@ -64,6 +64,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer fleet.Close()
+	// kneewatch starts watching a fleet under steady load, the case the
+	// table's true headroom describes; see demo.Fleet.WaitSteady.
+	fmt.Fprintln(stdout, "holding the fleet at its loads until they are steady…")
+	if err := fleet.WaitSteady(ctx); err != nil {
+		return err
+	}
 
 	prober, err := newProber(demoProbes(), *window, fleet.Targets(), logger)
 	if err != nil {
