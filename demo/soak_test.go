@@ -141,6 +141,7 @@ func TestSoak(t *testing.T) {
 	}
 	var checked, absent, excusedN int
 	reasons := map[string]int{}
+	sum, count := map[string]float64{}, map[string]int{}
 	worst, worstAt := 0.0, ""
 	for _, e := range watch.evals {
 		if e.at.Sub(start) < warm {
@@ -157,6 +158,8 @@ func TestSoak(t *testing.T) {
 			excusedN++
 		default:
 			checked++
+			sum[e.replica] += e.headroom
+			count[e.replica]++
 			d := e.headroom - truth[e.replica]
 			if math.Abs(d) > math.Abs(worst) {
 				worst, worstAt = d, fmt.Sprintf("%s at %.0f s", e.replica, e.at.Sub(start).Seconds())
@@ -168,6 +171,11 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("faults injected: %v; evaluations after warm-up: %d held to the truth, %d during or after a capacity fault, %d absent (reasons %v); worst headroom − truth %+.3f (%s)",
 		injected, checked, excusedN, absent, reasons, worst, worstAt)
+	for _, r := range fleet.Replicas {
+		if n := count[r.Name]; n > 0 {
+			t.Logf("%s (%s): mean headroom held to the truth %+.3f over %d evaluations, truth %+.3f", r.Name, r.Load.Name, sum[r.Name]/float64(n), n, r.TrueHeadroom)
+		}
+	}
 	for j, s := range samples {
 		if j%max(1, len(samples)/8) == 0 {
 			t.Logf("at fault %d: %s", j, s)

@@ -104,7 +104,7 @@ func TestWarmUpNeverExportsAHeadroomFarBelowTheTruth(t *testing.T) {
 		// floor is the reading a warm-up value is held against.
 		floor func(e eval) float64
 	}{
-		{"start with the fleet", first, phase, func(e eval) float64 { return minKnown(truth[e.replica], steady[e.replica]) }},
+		{"kneewatch demo (its load steady)", first, phase, func(e eval) float64 { return minKnown(truth[e.replica], steady[e.replica]) }},
 		{"restart under steady load", second, 2 * phase, func(e eval) float64 {
 			return minKnown(truth[e.replica], first.latestBefore(e.replica, e.at))
 		}},
