@@ -57,7 +57,7 @@ func TestWarmUpNeverExportsAHeadroomFarBelowTheTruth(t *testing.T) {
 	// The demo command's own interval and window.
 	opts := collector.WatcherOptions{Interval: 2 * time.Second, Window: 30 * time.Second, TargetHeadroom: 0.2}
 	const phase = 40 * time.Second
-	if err := fleet.WaitSteady(ctx); err != nil {
+	if err := fleet.WaitSteady(ctx, SteadyAfter); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
