@@ -5,6 +5,7 @@
 #   make tools       build or install the pinned tools into .tools/bin (skips what is there)
 #   make bench       Go benchmarks
 #   make image       the release's container image (OCI layout in dist/image), no Docker engine
+#   make soak        SOAK_DURATION (default 30m) of the demo fleet with rotating faults
 
 SHELL      := /bin/bash
 GO         ?= go
@@ -175,3 +176,13 @@ FUZZ_TARGETS := ./collector:FuzzVLLM ./collector:FuzzSGLang ./collector:FuzzTGI 
 .PHONY: fuzz
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME) $(FUZZMINIMIZETIME) $(FUZZ_TARGETS)
+
+# soak runs the demo fleet under steady load with a watcher for
+# SOAK_DURATION, rotating faults through the replicas (restart,
+# metrics_down, metrics_malformed, stall, slowdown) and checking for
+# panics, goroutine and memory growth, and every exported headroom within
+# 0.15 of the truth or absent with a reason. Not part of `make test`.
+SOAK_DURATION ?= 30m
+.PHONY: soak
+soak:
+	KNEEWATCH_SOAK=$(SOAK_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./demo

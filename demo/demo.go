@@ -98,7 +98,21 @@ type Fleet struct {
 	sim   *sim.Fleet
 	loops []*sweep.ClosedLoop
 	errs  *errorCount
+	// started is when the load generators were started (see WaitSteady).
+	started time.Time
 }
+
+// loadRamp spreads each replica's first requests over this long, so the
+// load does not start as one burst of prefills.
+const loadRamp = 5 * time.Second
+
+// SteadyAfter is how long after Start the load is steady: the ramp, then
+// time for the first requests to finish and the workers' requests to
+// spread over their lifetimes. Until then a replica's in-flight count and
+// throughput are still climbing, and a window that reaches back into the
+// climb compares a throughput averaged over low loads with the knee curve
+// at their mean, reading a replica as slower than it is.
+const SteadyAfter = loadRamp + 10*time.Second
 
 // Start finds the preset's true knee in virtual time, starts the simulated
 // fleet, and holds each replica at its share of the knee.
@@ -159,12 +173,28 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 				return sweep.Request{PromptTokens: w.PromptTokens, MaxTokens: w.OutputTokens}
 			},
 			OnResult: f.errs.observe,
-			Ramp:     5 * time.Second,
+			Ramp:     loadRamp,
 		}
 		loop.SetConcurrency(ctx, c)
 		f.loops = append(f.loops, loop)
 	}
+	f.started = time.Now()
 	return f, nil
+}
+
+// WaitSteady waits until after has passed since Start (SteadyAfter for a
+// load that is steady) or ctx ends. The TrueHeadroom of a replica is its
+// steady state's: a watcher started before then watches the load climb,
+// not the operating point the table's truth describes.
+func (f *Fleet) WaitSteady(ctx context.Context, after time.Duration) error {
+	t := time.NewTimer(time.Until(f.started.Add(after)))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // Targets are the watcher targets for the demo's replicas, each with the

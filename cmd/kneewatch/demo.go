@@ -32,6 +32,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	interval := fs.Duration("evaluation.interval", 2*time.Second, "how often the watcher scrapes and evaluates")
 	window := fs.Duration("evaluation.window", 30*time.Second, "window of rates and quantiles")
 	every := fs.Duration("table.interval", 5*time.Second, "how often the live table is printed")
+	settle := fs.Duration("load.settle", demo.SteadyAfter, "how long the fleet runs under its load before kneewatch starts watching (the true headroom is the steady state's)")
 	duration := fs.Duration("duration", 0, "stop after this long (0 runs until interrupted)")
 	profileFile := fs.String("profile", "", "judge the replicas against this knee profile (e.g. written by `kneewatch sweep`) instead of the simulator's true knee")
 	if err := fs.Parse(args); err != nil {
@@ -64,6 +65,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer fleet.Close()
+	// kneewatch starts watching a fleet under steady load, the case the
+	// table's true headroom describes; see demo.Fleet.WaitSteady.
+	if *settle > 0 {
+		fmt.Fprintln(stdout, "holding the fleet at its loads until they are steady…")
+		if err := fleet.WaitSteady(ctx, *settle); err != nil {
+			return err
+		}
+	}
 
 	prober, err := newProber(demoProbes(), *window, fleet.Targets(), logger)
 	if err != nil {

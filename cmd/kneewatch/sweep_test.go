@@ -112,13 +112,14 @@ targets:
 	}
 
 	// And it drives the demo: a fleet held at shares of the swept knee,
-	// each replica evaluated against it.
+	// each replica evaluated against it (watched at once, without waiting
+	// for a steady load: only the profile is checked here).
 	var demoOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
 	defer cancel()
 	if err := run(ctx, []string{"demo", "--profile", profile, "--web.listen-address", "127.0.0.1:0",
 		"--sim.listen", "127.0.0.1:0", "--sim.dcgm-listen", "127.0.0.1:0", "--evaluation.interval", "500ms",
-		"--evaluation.window", "4s", "--table.interval", "3s"}, &demoOut, io.Discard); err != nil {
+		"--evaluation.window", "4s", "--table.interval", "3s", "--load.settle", "0s"}, &demoOut, io.Discard); err != nil {
 		t.Fatalf("demo --profile: %v", err)
 	}
 	if !strings.Contains(demoOut.String(), "judging llama-3.1-8b-h100 replicas against the profile") ||
