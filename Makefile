@@ -113,3 +113,14 @@ bench-sweep:
 bench-detection:
 	mkdir -p docs/benchmarks
 	KNEEWATCH_BENCH_VIA_MAKE=1 $(GO) run ./cmd/kneewatch-bench --suite test --out docs/benchmarks/detection.md
+
+# bench-scale runs kneewatch serve and the pinned Prometheus side by side on
+# the same SCALE_N loopback targets (captured expositions, counters
+# advancing) and rewrites docs/benchmarks/scale.md with each one's CPU per
+# replica-scrape, CPU share and RSS. About 3 minutes per size.
+SCALE_N ?= 100,1000
+.PHONY: bench-scale
+bench-scale: build
+	mkdir -p docs/benchmarks
+	$(GO) run ./cmd/kneewatch-scalebench -n $(SCALE_N) -kneewatch $(CURDIR)/bin/kneewatch \
+		-prometheus $(TOOLS)/prometheus -root $(CURDIR) -out docs/benchmarks/scale.md
