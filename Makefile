@@ -186,3 +186,14 @@ SOAK_DURATION ?= 30m
 .PHONY: soak
 soak:
 	KNEEWATCH_SOAK=$(SOAK_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./demo
+
+# bench-scale runs kneewatch serve and the pinned Prometheus side by side on
+# the same SCALE_N loopback targets (captured expositions, counters
+# advancing) and rewrites docs/benchmarks/scale.md with each one's CPU per
+# replica-scrape, CPU share and RSS. About 3 minutes per size.
+SCALE_N ?= 100,1000
+.PHONY: bench-scale
+bench-scale: build
+	mkdir -p docs/benchmarks
+	$(GO) run ./cmd/kneewatch-scalebench -n $(SCALE_N) -kneewatch $(CURDIR)/bin/kneewatch \
+		-prometheus $(TOOLS)/prometheus -root $(CURDIR) -out docs/benchmarks/scale.md

@@ -109,6 +109,10 @@ var (
 		"1 when the last config reload (SIGHUP or POST /-/reload) applied; 0 when it failed and the previous config is still running.", nil}
 	MetricConfigReloadTime = MetricDesc{"kneewatch_config_last_reload_success_timestamp_seconds", Gauge,
 		"Unix time of the last successful config load (start or reload).", nil}
+	MetricShardOrdinal = MetricDesc{"kneewatch_shard_ordinal", Gauge,
+		"This instance's shard (--shard), 0 to kneewatch_shard_count - 1; it watches only the replicas whose name hashes to it.", nil}
+	MetricShardCount = MetricDesc{"kneewatch_shard_count", Gauge,
+		"How many kneewatch instances split the replicas (--total-shards); 1 when not sharded.", nil}
 	MetricEvaluations = MetricDesc{"kneewatch_evaluations_total", Counter,
 		"Evaluation rounds completed since start.", nil}
 	MetricLastEvaluation = MetricDesc{"kneewatch_last_evaluation_timestamp_seconds", Gauge,
@@ -130,7 +134,8 @@ var Catalog = []MetricDesc{
 	MetricKneeConcurrency, MetricKneeOutputTPS, MetricKneeGoodput, MetricKneeKV,
 	MetricSLOTTFT, MetricSLOTPOT,
 	MetricFleetReplicas, MetricFleetNeeded, MetricFleetHeadroom,
-	MetricEvaluations, MetricLastEvaluation, MetricConfigReloadOK, MetricConfigReloadTime, MetricBuildInfo,
+	MetricEvaluations, MetricLastEvaluation, MetricConfigReloadOK, MetricConfigReloadTime,
+	MetricShardOrdinal, MetricShardCount, MetricBuildInfo,
 }
 
 // Probe metric families, exported by the probe package.

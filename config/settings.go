@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"encoding"
 	"errors"
 	"flag"
 	"fmt"
@@ -53,6 +54,14 @@ type Settings struct {
 	// the listener; empty serves plain HTTP. --web.config.file,
 	// KNEEWATCH_WEB_CONFIG_FILE.
 	WebConfigFile string `env:"WEB_CONFIG_FILE"`
+	// Shard is this instance's shard, 0 to TotalShards-1: it watches only
+	// the replicas whose identity hashes to it, as kube-state-metrics
+	// shards objects. --shard, KNEEWATCH_SHARD. Default 0.
+	Shard Count `env:"SHARD, default=0"`
+	// TotalShards is how many instances split the replicas between them;
+	// every instance must be given the same number. --total-shards,
+	// KNEEWATCH_TOTAL_SHARDS. Default 1 (no sharding).
+	TotalShards Count `env:"TOTAL_SHARDS, default=1"`
 
 	// origin says where each setting came from, by flag name, for errors.
 	origin map[string]string
@@ -75,6 +84,8 @@ func settingsTable() []setting {
 		{"log.format", "LogFormat", "log format: logfmt or json"},
 		{"evaluation.interval", "EvaluationInterval", "how often targets are scraped and evaluated"},
 		{"evaluation.window", "Window", "span of rates and quantiles (at least two evaluation intervals)"},
+		{"shard", "Shard", "this instance's shard, 0 to total-shards minus 1: it watches only the replicas hashed to it"},
+		{"total-shards", "TotalShards", "how many kneewatch instances split the replicas (the same on every instance)"},
 	}
 }
 
@@ -191,17 +202,18 @@ func envError(err error) error {
 // get returns a setting's value as a flag would show it.
 func (s Settings) get(field string) string {
 	v := reflect.ValueOf(s).FieldByName(field)
-	if d, ok := v.Interface().(Duration); ok {
-		return d.String()
+	if st, ok := v.Interface().(fmt.Stringer); ok {
+		return st.String()
 	}
 	return v.String()
 }
 
-// set parses value into a setting.
+// set parses value into a setting: typed settings (Duration, Count) parse
+// themselves, with their own errors.
 func (s *Settings) set(field, value string) error {
 	v := reflect.ValueOf(s).Elem().FieldByName(field)
-	if d, ok := v.Addr().Interface().(*Duration); ok {
-		return d.UnmarshalText([]byte(value))
+	if u, ok := v.Addr().Interface().(encoding.TextUnmarshaler); ok {
+		return u.UnmarshalText([]byte(value))
 	}
 	v.SetString(value)
 	return nil
@@ -242,6 +254,11 @@ func (s Settings) Validate() error {
 	}
 	if s.EvaluationInterval > 0 && s.Window < 2*s.EvaluationInterval {
 		p.add(s.source("evaluation.window"), "%s is shorter than two evaluation intervals (%s): a rate needs two samples in the window", s.Window, 2*s.EvaluationInterval)
+	}
+	if s.TotalShards < 1 {
+		p.add(s.source("total-shards"), "must be at least 1, got %d", s.TotalShards)
+	} else if s.Shard < 0 || s.Shard >= s.TotalShards {
+		p.add(s.source("shard"), "%d is not a shard of %d (want 0 to %d, from %s)", s.Shard, s.TotalShards, s.TotalShards-1, s.source("total-shards"))
 	}
 	if s.ConfigFile == "" {
 		p.add(s.source("config.file"), "empty: name the kneewatch config file")

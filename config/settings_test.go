@@ -35,6 +35,8 @@ func TestDefaultSettings(t *testing.T) {
 		EvaluationInterval: Duration(5 * time.Second),
 		Window:             Duration(time.Minute),
 		ConfigFile:         "kneewatch.yml",
+		Shard:              0,
+		TotalShards:        1,
 	}
 	if diff := cmp.Diff(want, DefaultSettings(), ignoreOrigin); diff != "" {
 		t.Errorf("DefaultSettings() (-want +got):\n%s", diff)
@@ -58,6 +60,8 @@ func TestEnvironmentOverridesDefaults(t *testing.T) {
 	t.Setenv("KNEEWATCH_WINDOW", "5m")
 	t.Setenv("KNEEWATCH_CONFIG", "/etc/kneewatch/kneewatch.yml")
 	t.Setenv("KNEEWATCH_WEB_CONFIG_FILE", filepath.Join("testdata", "web-config.yml"))
+	t.Setenv("KNEEWATCH_SHARD", "2")
+	t.Setenv("KNEEWATCH_TOTAL_SHARDS", "3")
 	got, err := LoadSettings(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +74,8 @@ func TestEnvironmentOverridesDefaults(t *testing.T) {
 		Window:             Duration(5 * time.Minute),
 		ConfigFile:         "/etc/kneewatch/kneewatch.yml",
 		WebConfigFile:      filepath.Join("testdata", "web-config.yml"),
+		Shard:              2,
+		TotalShards:        3,
 	}
 	if diff := cmp.Diff(want, got, ignoreOrigin); diff != "" {
 		t.Errorf("settings from environment (-want +got):\n%s", diff)
@@ -86,11 +92,12 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	RegisterFlags(fs)
 	check := fs.Bool("config.check", false, "validate and exit")
-	if err := fs.Parse([]string{"--log.level=warn", "--evaluation.interval", "15s", "--config.check"}); err != nil {
+	t.Setenv("KNEEWATCH_TOTAL_SHARDS", "4")
+	if err := fs.Parse([]string{"--log.level=warn", "--evaluation.interval", "15s", "--config.check", "--shard", "3"}); err != nil {
 		t.Fatal(err)
 	}
 	set := SetFlags(fs)
-	if diff := cmp.Diff(map[string]string{"log.level": "warn", "evaluation.interval": "15s"}, set); diff != "" {
+	if diff := cmp.Diff(map[string]string{"log.level": "warn", "evaluation.interval": "15s", "shard": "3"}, set); diff != "" {
 		t.Errorf("SetFlags (-want +got):\n%s", diff)
 	}
 	got, err := LoadSettings(context.Background(), set)
@@ -101,6 +108,7 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 	want.LogLevel = "warn"                               // flag beats KNEEWATCH_LOG_LEVEL
 	want.EvaluationInterval = Duration(15 * time.Second) // flag beats default
 	want.Window = Duration(2 * time.Minute)              // env, not the flag's default of 1m
+	want.Shard, want.TotalShards = 3, 4                  // flag and env together
 	if diff := cmp.Diff(want, got, ignoreOrigin); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
 	}
@@ -121,7 +129,7 @@ func TestRegisterFlagsShowsDefaultsAndEnvironment(t *testing.T) {
 	}
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-	want := []string{"config.file", "evaluation.interval", "evaluation.window", "log.format", "log.level", "web.config.file", "web.listen-address"}
+	want := []string{"config.file", "evaluation.interval", "evaluation.window", "log.format", "log.level", "shard", "total-shards", "web.config.file", "web.listen-address"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("flags (-want +got):\n%s", diff)
 	}
@@ -164,6 +172,21 @@ func TestBadSettingsNameWhereTheyCameFrom(t *testing.T) {
 		{"a missing web config file is reported",
 			nil, map[string]string{"web.config.file": "testdata/no-such-web-config.yml"},
 			`--web.config.file: open testdata/no-such-web-config.yml: no such file or directory`},
+		{"a shard that is not a number names the flag",
+			nil, map[string]string{"shard": "kneewatch-0"},
+			`--shard: "kneewatch-0" is not a whole number`},
+		{"total shards that are not a number name the variable",
+			map[string]string{"KNEEWATCH_TOTAL_SHARDS": "two"}, nil,
+			`KNEEWATCH_TOTAL_SHARDS: "two" is not a whole number`},
+		{"zero total shards are refused",
+			nil, map[string]string{"total-shards": "0"},
+			`--total-shards: must be at least 1, got 0`},
+		{"a shard past the last one is refused, naming both sources",
+			map[string]string{"KNEEWATCH_TOTAL_SHARDS": "3"}, map[string]string{"shard": "3"},
+			`--shard: 3 is not a shard of 3 (want 0 to 2, from KNEEWATCH_TOTAL_SHARDS)`},
+		{"a negative shard is refused",
+			nil, map[string]string{"shard": "-1"},
+			`--shard: -1 is not a shard of 1 (want 0 to 0, from --total-shards / KNEEWATCH_TOTAL_SHARDS)`},
 		{"a flag that is not a setting is refused",
 			nil, map[string]string{"config.check": "true"},
 			`--config.check is not a settings flag`},

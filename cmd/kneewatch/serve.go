@@ -16,6 +16,7 @@ import (
 	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/server"
+	"github.com/kneewatch/kneewatch/shard"
 )
 
 func init() {
@@ -55,6 +56,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "# %s is valid: %d targets, %d profiles\n%s", settings.ConfigFile, len(cfg.Targets), len(cfg.Profiles), cfg)
 		return nil
 	}
+	assign, err := shard.New(int(settings.Shard), int(settings.TotalShards))
+	if err != nil {
+		return err
+	}
+	if assign.Sharded() {
+		logger.Info("sharded: watching only the replicas hashed to this shard",
+			"shard", assign.Shard, "total_shards", assign.Total, "static_targets", len(targets))
+	}
+	targets = ownedTargets(assign, targets)
 	warnClosedLoopKnees(logger, profiles)
 	warnSLOEdges(logger, cfg, profiles, true)
 	prober, err := newProber(cfg.Probes, settings.Window.D(), targets, logger)
@@ -67,8 +77,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	w := collector.NewWatcher(opts)
 	// setTargets keeps the watcher and the probes on one target set, as
-	// discovery and reloads change it.
+	// discovery and reloads change it. Every target set passes through it,
+	// so it is where a sharded instance drops the replicas it does not own.
 	setTargets := func(ts []collector.Target) error {
+		ts = ownedTargets(assign, ts)
 		if err := w.SetTargets(ts); err != nil {
 			return err
 		}
@@ -95,7 +107,23 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		func(ctx context.Context) error { return runProber(ctx, prober, w) },
 		discover,
 		rl.watchSIGHUP,
-	}, append(proberCollectors(prober), rl)...)
+	}, append(proberCollectors(prober), rl, assign)...)
+}
+
+// ownedTargets keeps the targets whose replica this shard owns, by the
+// replica name: the configured name of a static target, namespace/pod of a
+// discovered one, so static and discovered replicas shard alike.
+func ownedTargets(a shard.Assignment, ts []collector.Target) []collector.Target {
+	if !a.Sharded() {
+		return ts
+	}
+	out := make([]collector.Target, 0, len(ts)/a.Total+1)
+	for _, t := range ts {
+		if a.Owns(t.Replica) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // background lists loops that run beside the watcher until ctx ends; nil

@@ -21,6 +21,7 @@ var renders = []struct {
 }{
 	{"default", ""},
 	{"all-on", "testdata/values-all-on.yaml"},
+	{"sharded", "testdata/values-sharded.yaml"},
 }
 
 func valuesArgs(values string) []string {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -54,6 +55,44 @@ func find(t *testing.T, objs []map[string]any, kind, name string) map[string]any
 	return found[0]
 }
 
+// workload returns the kneewatch Deployment, or its StatefulSet when
+// sharded, failing unless there is exactly one of the two.
+func workload(t *testing.T, objs []map[string]any) map[string]any {
+	t.Helper()
+	var found []map[string]any
+	for _, o := range objs {
+		if (o["kind"] == "Deployment" || o["kind"] == "StatefulSet") && dig(o, "metadata", "name") == "kneewatch" {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("render has %d kneewatch Deployments and StatefulSets, want 1", len(found))
+	}
+	return found[0]
+}
+
+// podEnv is the KNEEWATCH_* environment the workload's container gets, as
+// the kubelet would resolve it for its last pod: a StatefulSet's pod-index
+// label is replicas-1 there, the highest shard.
+func podEnv(w map[string]any) map[string]string {
+	out := map[string]string{}
+	env, _ := dig(w, "spec", "template", "spec", "containers", 0, "env").([]any)
+	for _, e := range env {
+		name, _ := dig(e, "name").(string)
+		if !strings.HasPrefix(name, config.EnvPrefix) {
+			continue
+		}
+		if v, ok := dig(e, "value").(string); ok {
+			out[name] = v
+		}
+		if dig(e, "valueFrom", "fieldRef", "fieldPath") == "metadata.labels['apps.kubernetes.io/pod-index']" {
+			replicas, _ := dig(w, "spec", "replicas").(int)
+			out[name] = strconv.Itoa(replicas - 1)
+		}
+	}
+	return out
+}
+
 // dig walks nested maps and lists by key or index.
 func dig(v any, path ...any) any {
 	for _, p := range path {
@@ -96,7 +135,7 @@ func TestRenderedConfigLoadsInKneewatch(t *testing.T) {
 		t.Run(r.name+" give a config kneewatch accepts", func(t *testing.T) {
 			objs := manifests(t, helmTemplate(t, r.values, r.extra...))
 			cm := find(t, objs, "ConfigMap", "kneewatch")
-			deploy := find(t, objs, "Deployment", "kneewatch")
+			deploy := workload(t, objs)
 			data, _ := cm["data"].(map[string]any)
 
 			dir := filepath.Join(t.TempDir(), "etc", "kneewatch")
@@ -133,7 +172,7 @@ func TestRenderedConfigLoadsInKneewatch(t *testing.T) {
 			if err := fs.Parse(flags); err != nil {
 				t.Fatalf("kneewatch serve rejects the chart's arguments: %v", err)
 			}
-			settings, err := config.LoadSettingsFrom(context.Background(), envconfig.MapLookuper(nil), config.SetFlags(fs))
+			settings, err := config.LoadSettingsFrom(context.Background(), envconfig.MapLookuper(podEnv(deploy)), config.SetFlags(fs))
 			if err != nil {
 				t.Fatalf("settings from the chart's arguments: %v", err)
 			}

@@ -26,6 +26,8 @@ func TestValuesSchemaRejectsBadValues(t *testing.T) {
 		{"a kubernetes section in config, which discovery owns", "config.kubernetes.label_selector=a=b", "'/config'"},
 		{"a profile that is not a knee profile", "profiles.x.kind=Deployment", "/profiles/x"},
 		{"a bad log level", "logLevel=verbose", "/logLevel"},
+		{"a misspelled sharding key", "sharding.enable=true", "enable"},
+		{"sharding turned on with a string", "sharding.enabled=yes", "/sharding/enabled"},
 		{"discovery off with no static targets, which leaves kneewatch nothing to watch", "discovery.enabled=false", "targets"},
 		{"a duration Prometheus cannot parse", "serviceMonitor.interval=30 seconds", "/serviceMonitor/interval"},
 	}
