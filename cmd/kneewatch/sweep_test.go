@@ -49,6 +49,9 @@ func TestSweepWritesTheProfilePlotAndReport(t *testing.T) {
 	args := []string{"sweep", "--target", f.Replicas()[0].URL, "--model", "meta-llama/Llama-3.1-8B-Instruct",
 		"--dcgm-url", f.DCGMURL(), "--slo-ttft", "50ms", "--slo-tpot", "5ms", "--workload", "chat",
 		"--max-concurrency", "4", "--min-requests", "40", "--scrape-interval", "50ms",
+		// The closed-loop search alone: this is about the files written
+		// (the poisson default's trials are tested in package sweep).
+		"--arrivals", "closed-loop",
 		"--out", profile, "--plot", plot, "--report", report}
 	if err := run(context.Background(), args, &out, &errb); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errb.String())
