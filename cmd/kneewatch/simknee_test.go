@@ -17,7 +17,7 @@ func TestSimKneePrintsTheTrueKneeAsYAML(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	args := []string{"sim", "knee", "--preset", "llama-3.1-8b-h100", "--workload", "chat",
-		"--slo-ttft", "500ms", "--slo-tpot", "20ms", "--seed", "1"}
+		"--slo-ttft", "500ms", "--slo-tpot", "20ms", "--seed", "1", "--arrivals", "closed-loop"}
 	if err := run(context.Background(), args, &out, &errb); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errb.String())
 	}
@@ -50,7 +50,7 @@ func TestSimKneeWithMixScalesAddsAMixModel(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	args := []string{"sim", "knee", "--preset", "llama-3.1-8b-l4", "--workload", "chat",
-		"--slo-ttft", "2s", "--slo-tpot", "150ms", "--mix-scales", "2:1,1:2,2:2,4:1"}
+		"--slo-ttft", "2s", "--slo-tpot", "150ms", "--mix-scales", "2:1,1:2,2:2,4:1", "--arrivals", "closed-loop"}
 	if err := run(context.Background(), args, &out, &errb); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errb.String())
 	}
