@@ -81,10 +81,11 @@ func TestFindKneePoissonLiesBelowTheClosedLoopKneeAndKeepsTheSLOOnlyUpToIt(t *te
 		t.Errorf("poisson knee %g in flight at %g req/s is not below the closed-loop knee %g at %g req/s",
 			k.Concurrency, k.RequestsPerSecond, closed.Knee.Concurrency, closedRate)
 	}
-	// The bisection starts at 0.2× and 1× the closed-loop rate, then halves six times.
+	// The search tries 1× the closed-loop rate, then halves [0.2×, 1×] six
+	// times; the low end is never needed here.
 	rates := prof.Sweep.RateLevels
-	if len(rates) != 8 || rates[0] != math.Round(0.2*closedRate*1e6)/1e6 || rates[1] != closedRate || !slices.Contains(rates, k.RequestsPerSecond) {
-		t.Errorf("rate levels %v: want 8, starting %g and %g, holding the knee's %g", rates, 0.2*closedRate, closedRate, k.RequestsPerSecond)
+	if len(rates) != 7 || rates[0] != closedRate || rates[1] != math.Round(0.6*closedRate*1e6)/1e6 || !slices.Contains(rates, k.RequestsPerSecond) {
+		t.Errorf("rate levels %v: want 7, starting %g and %g, holding the knee's %g", rates, closedRate, 0.6*closedRate, k.RequestsPerSecond)
 	}
 
 	// The knee's rate keeps the SLO in every window and the trial reproduces
@@ -115,8 +116,8 @@ func TestFindKneePoissonIsDeterministic(t *testing.T) {
 	if diff := cmp.Diff(first, second); diff != "" {
 		t.Fatalf("same inputs, different profiles (-first +second):\n%s", diff)
 	}
-	if len(first.Sweep.RateLevels) != 4 {
-		t.Errorf("low, 1× and two halvings should make 4 rate levels, got %v", first.Sweep.RateLevels)
+	if len(first.Sweep.RateLevels) != 3 {
+		t.Errorf("1× and two halvings should make 3 rate levels, got %v", first.Sweep.RateLevels)
 	}
 }
 
