@@ -3,6 +3,7 @@ package measure
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/kneewatch/kneewatch/knee"
 )
@@ -155,7 +156,7 @@ func (t *Tally) Add(s Sample) Verdict {
 		if m := Summarize(t.samples, 0, 0, t.slo).Margin; m <= t.early.ScreenMargin {
 			t.verdict = Screened
 			t.reason = fmt.Sprintf("screened after %d requests: their %s latency is at most %.2f of the SLO (under %.2f); the good verdict rests on a higher level meeting the SLO in full",
-				t.n, quantileName(t.slo.Quantile), m, t.early.ScreenMargin)
+				t.n, QuantileLabel(t.slo.Quantile), m, t.early.ScreenMargin)
 		}
 	}
 	return t.verdict
@@ -193,18 +194,8 @@ func BinomialTail(n, k int, p float64) float64 {
 	return min(sum, 1)
 }
 
-// quantileName writes 0.99 as "p99" and 0.999 as "p99.9".
-func quantileName(q float64) string {
-	return "p" + trimFloat(q*100)
-}
-
-func trimFloat(x float64) string {
-	s := fmt.Sprintf("%.4f", x)
-	for s[len(s)-1] == '0' {
-		s = s[:len(s)-1]
-	}
-	if s[len(s)-1] == '.' {
-		s = s[:len(s)-1]
-	}
-	return s
+// QuantileLabel writes 0.99 as "p99" and 0.999 as "p99.9", as the sweep's
+// logs and reports name an SLO quantile.
+func QuantileLabel(q float64) string {
+	return "p" + strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", q*100), "0"), ".")
 }

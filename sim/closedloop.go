@@ -175,8 +175,7 @@ func RunLevel(ctx context.Context, cfg LevelConfig) (Level, error) {
 				start, inWindow = now, true
 			case inWindow && tally.Verdict() == measure.Undecided:
 				lv.Window = append(lv.Window, r)
-				tpot, has := r.TPOT()
-				tally.Add(measure.Sample{TTFT: r.TTFT(), TPOT: tpot, HasTPOT: has, OutputTokens: r.Generated})
+				tally.Add(sampleOf(r))
 			}
 			if err := submit(now); err != nil {
 				return Level{}, err
@@ -240,10 +239,15 @@ func fitModelLen(prompt, output, maxLen int) (int, int, bool) {
 func summarize(window []*Request, tokensPerSec, sec float64, slo knee.SLO) measure.Summary {
 	samples := make([]measure.Sample, len(window))
 	for i, r := range window {
-		tpot, has := r.TPOT()
-		samples[i] = measure.Sample{TTFT: r.TTFT(), TPOT: tpot, HasTPOT: has, OutputTokens: r.Generated}
+		samples[i] = sampleOf(r)
 	}
 	return measure.Summarize(samples, time.Duration(sec*float64(time.Second)), tokensPerSec, slo)
+}
+
+// sampleOf is a finished request as the measurement engine judges it.
+func sampleOf(r *Request) measure.Sample {
+	tpot, has := r.TPOT()
+	return measure.Sample{TTFT: r.TTFT(), TPOT: tpot, HasTPOT: has, OutputTokens: r.Generated}
 }
 
 func validateSLO(slo knee.SLO) error {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 	"github.com/kneewatch/kneewatch/sim"
 )
 
@@ -125,7 +126,7 @@ func TestSweepFindsTheSimulatorsTrueKnee(t *testing.T) {
 			}
 			for _, lv := range out.Levels {
 				t.Logf("c=%3g %7.1f tok/s  %s TTFT %8s  TPOT %8s  KV %.2f  preempt/s %.2f  %s",
-					lv.Point.Concurrency, lv.Point.OutputTokensPerSecond, quantileLabel(slo.Quantile),
+					lv.Point.Concurrency, lv.Point.OutputTokensPerSecond, measure.QuantileLabel(slo.Quantile),
 					seconds(lv.TTFTAtQuantile), seconds(lv.TPOTAtQuantile), lv.Point.KVCacheUsage, lv.Point.PreemptionsPerSecond, verdict(lv, slo))
 			}
 			want := truth.Knee.Concurrency

@@ -20,6 +20,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 )
 
 // Plot size: three panels stacked, sharing the concurrency axis.
@@ -176,7 +177,7 @@ func latencyPanel(p *knee.Profile, name string, value func(knee.Point) float64, 
 	sloLine, _ := plotter.NewLine(plotter.XYs{{X: pl.X.Min, Y: threshold * scale}, {X: pl.X.Max, Y: threshold * scale}})
 	sloLine.Color, sloLine.Width, sloLine.Dashes = colorSLO, vg.Points(1.5), []vg.Length{vg.Points(6), vg.Points(3)}
 	pl.Add(sloLine)
-	pl.Legend.Add(fmt.Sprintf("SLO: %s %s ≤ %s", quantileLabel(p.SLO.Quantile), name, slo), sloLine)
+	pl.Legend.Add(fmt.Sprintf("SLO: %s %s ≤ %s", measure.QuantileLabel(p.SLO.Quantile), name, slo), sloLine)
 	finishPanel(pl, p, ymax*1.15)
 	return pl
 }

@@ -31,7 +31,7 @@ type ReportInfo struct {
 // token counts that differed from the requests).
 func WriteReport(w io.Writer, out *Outcome, info ReportInfo) error {
 	var b bytes.Buffer
-	q := quantileLabel(info.SLO.Quantile)
+	q := measure.QuantileLabel(info.SLO.Quantile)
 	fmt.Fprintf(&b, "# Knee sweep: %s\n\n", info.Model)
 	fmt.Fprintf(&b, "| | |\n|---|---|\n")
 	fmt.Fprintf(&b, "| target | `%s` |\n", info.Target)
@@ -140,7 +140,7 @@ func verdict(lv Level, slo knee.SLO) string {
 	if lv.Point.MeetsSLO {
 		return "✓ met"
 	}
-	q := quantileLabel(slo.Quantile)
+	q := measure.QuantileLabel(slo.Quantile)
 	var why []string
 	if lv.TTFTAtQuantile > slo.TTFT.Seconds() {
 		why = append(why, fmt.Sprintf("%s TTFT %s", q, seconds(lv.TTFTAtQuantile)))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 )
 
 // writeOpenLoop writes the report's open-loop section when the sweep ran
@@ -15,7 +16,7 @@ func writeOpenLoop(b *bytes.Buffer, out *Outcome, slo knee.SLO) {
 	if len(out.Trials) == 0 {
 		return
 	}
-	q := quantileLabel(slo.Quantile)
+	q := measure.QuantileLabel(slo.Quantile)
 	fmt.Fprintf(b, "\n## Open loop (Poisson arrivals)\n\n")
 	fmt.Fprintf(b, "Each trial sends requests at exponentially distributed gaps, never waiting for answers, as users do. "+
 		"A trial keeps the SLO when the %s TTFT and TPOT over a sliding window held at every tick of its steady part, "+

@@ -300,7 +300,7 @@ func levelSeed(seed uint64, c int) uint64 {
 
 func logLevel(log *slog.Logger, slo knee.SLO, lv Level) {
 	pt := lv.Point
-	q := quantileLabel(slo.Quantile)
+	q := measure.QuantileLabel(slo.Quantile)
 	verdict := "meets the SLO"
 	if !pt.MeetsSLO {
 		verdict = "breaks the SLO"
@@ -322,11 +322,6 @@ func logLevel(log *slog.Logger, slo knee.SLO, lv Level) {
 	for _, p := range lv.MetricProblems {
 		log.Warn("metrics incomplete for this level", "concurrency", pt.Concurrency, "problem", p)
 	}
-}
-
-// quantileLabel writes 0.99 as "p99" and 0.999 as "p99.9".
-func quantileLabel(q float64) string {
-	return "p" + strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", q*100), "0"), ".")
 }
 
 // profile builds the knee profile from the measured levels; the knee is
@@ -390,8 +385,8 @@ func (cfg *Config) profile(out *Outcome, lowerBound bool) (*knee.Profile, error)
 	if err != nil {
 		lv := out.Levels[0]
 		return nil, fmt.Errorf("%w: %s TTFT %s (SLO %s), %s TPOT %s (SLO %s), error rate %.1f%%", ErrSLOUnreachable,
-			quantileLabel(cfg.SLO.Quantile), time.Duration(lv.TTFTAtQuantile*1e9).Round(time.Microsecond), cfg.SLO.TTFT,
-			quantileLabel(cfg.SLO.Quantile), time.Duration(lv.TPOTAtQuantile*1e9).Round(time.Microsecond), cfg.SLO.TPOT,
+			measure.QuantileLabel(cfg.SLO.Quantile), time.Duration(lv.TTFTAtQuantile*1e9).Round(time.Microsecond), cfg.SLO.TTFT,
+			measure.QuantileLabel(cfg.SLO.Quantile), time.Duration(lv.TPOTAtQuantile*1e9).Round(time.Microsecond), cfg.SLO.TPOT,
 			100*lv.Point.ErrorRate)
 	}
 	p.Knee = k

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 )
 
 // TrialConfig is one open-loop trial: a steady Poisson arrival rate.
@@ -278,7 +279,7 @@ func judgeTrial(t *Trial, reqs []*sentRequest, cfg TrialConfig, from, to time.Ti
 	t.Point.Concurrency = math.Round(t.InFlight*1e3) / 1e3
 	t.TTFTAtQuantile, t.TPOTAtQuantile, t.Errors = st.ttftQ, st.tpotQ, st.errors
 
-	q := quantileLabel(cfg.SLO.Quantile)
+	q := measure.QuantileLabel(cfg.SLO.Quantile)
 	w := windowedSLO(ttft, tpot, cfg.SLO, cfg.SLOWindow, from, to, cfg.Tick)
 	t.Ticks, t.Judged = w.ticks, w.judged
 	switch {
