@@ -32,9 +32,10 @@ ARG REVISION=unknown
 LABEL org.opencontainers.image.source="https://github.com/kneewatch/kneewatch" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.licenses="NOASSERTION" \
+      org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.title="kneewatch"
 COPY --from=build /out/kneewatch /usr/local/bin/kneewatch
+COPY LICENSE NOTICE /usr/share/doc/kneewatch/
 USER 65532:65532
 EXPOSE 9847
 ENTRYPOINT ["/usr/local/bin/kneewatch"]

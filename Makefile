@@ -2,7 +2,7 @@
 #
 #   make test        every test, against real promtool/Prometheus/… (builds the tools first)
 #   make test-short  the fast unit tier (no real tools, no long runs)
-#   make tools       build or install the pinned tools into .tools/bin (skips what is there)
+#   make tools       build the pinned tools once per machine (TOOLS_CACHE) and link them into .tools/bin
 #   make bench       Go benchmarks
 #   make image       the release's container image (OCI layout in dist/image), no Docker engine
 #   make soak        SOAK_DURATION (default 30m) of the demo fleet with rotating faults
@@ -26,10 +26,6 @@ PROM_OPERATOR_VERSION := v0.85.0
 # Schemas for offline kubeconform runs, and the prometheus-operator CRDs the
 # kube-apiserver tests install: generated here, never downloaded at test time.
 KUBE_SCHEMAS := $(CURDIR)/.tools/schemas
-
-TOOL_BINS := $(TOOLS)/promtool $(TOOLS)/prometheus $(TOOLS)/alertmanager \
-	$(TOOLS)/helm $(TOOLS)/kubeconform $(TOOLS)/kube-apiserver $(TOOLS)/etcd \
-	$(TOOLS)/actionlint $(TOOLS)/goreleaser
 
 .PHONY: all build image chart version release-check release-tools test test-short tools bench vet fmt-check clean-tools
 
@@ -57,7 +53,8 @@ release-check:
 
 # image builds the static binary for each platform (stripped, as the
 # Dockerfile does), then assembles the OCI image index from them and a base
-# of CA certificates, tzdata and passwd with cmd/kneewatch-release:
+# of CA certificates, tzdata, passwd and LICENSE/NOTICE (whose license, read
+# from LICENSE, is the licenses label) with cmd/kneewatch-release:
 # no Docker engine. Files are stamped with the commit's time, so one commit
 # always gives the same digests. `kneewatch-release push` pushes it.
 IMAGE_PLATFORMS   := linux/amd64 linux/arm64
@@ -72,10 +69,40 @@ image:
 	    -o dist/bin/$${p/\//_}/kneewatch ./cmd/kneewatch || exit 1; \
 	done
 	$(GO) run ./cmd/kneewatch-release image --version-file VERSION --revision "$(REVISION)" \
-	  --created $(SOURCE_DATE_EPOCH) --chart deploy/helm/kneewatch --out $(IMAGE_DIR) \
+	  --created $(SOURCE_DATE_EPOCH) --chart deploy/helm/kneewatch --license-file LICENSE --notice-file NOTICE --out $(IMAGE_DIR) \
 	  $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(call platform_bin,$(p)))
 
-# release-tools are the pinned tools the release workflow runs.
+TOOL_NAMES := promtool prometheus alertmanager helm kubeconform kube-apiserver etcd actionlint goreleaser
+TOOL_BINS  := $(addprefix $(TOOLS)/,$(TOOL_NAMES)) $(TOOLS)/shellcheck
+
+# The pinned tools are built once per machine, not once per clone: each into
+# its own folder of TOOLS_CACHE named by the tool and its pinned version
+# (etcd and kube-apiserver by a hash of the wrapper module that pins them),
+# and .tools/bin holds links to them. A second clone links to what the first
+# built; changing one version builds that one tool. A link is remade whenever
+# its target is newer, so a version bump never leaves a stale link behind.
+TOOLS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kneewatch/tools
+modhash      = $(shell cat $(1) | sha256sum | cut -c1-12)
+ETCD_KEY    := etcd-$(call modhash,tools/etcd/go.mod tools/etcd/go.sum scripts/build-etcd.sh)
+KAS_KEY     := kube-apiserver-$(KUBERNETES_VERSION)-$(call modhash,tools/kas/go.mod tools/kas/go.sum scripts/build-kube-apiserver.sh)
+SCHEMAS_KEY := schemas-$(KUBERNETES_VERSION)-$(PROM_OPERATOR_VERSION)-$(call modhash,scripts/kube-schemas.sh $(wildcard tools/k8sschema/*))
+cached       = $(TOOLS_CACHE)/$(1)/$(2)
+
+$(TOOLS)/%:
+	@test -n "$<" || { echo "no rule builds tool $*" >&2; exit 1; }
+	@mkdir -p $(TOOLS)
+	ln -sfn $< $@
+
+$(TOOLS)/promtool:       $(call cached,promtool-$(PROMETHEUS_VERSION),promtool)
+$(TOOLS)/prometheus:     $(call cached,prometheus-$(PROMETHEUS_VERSION),prometheus)
+$(TOOLS)/alertmanager:   $(call cached,alertmanager-$(ALERTMANAGER_VERSION),alertmanager)
+$(TOOLS)/helm:           $(call cached,helm-$(HELM_VERSION)-k8s$(KUBERNETES_VERSION),helm)
+$(TOOLS)/kubeconform:    $(call cached,kubeconform-$(KUBECONFORM_VERSION),kubeconform)
+$(TOOLS)/kube-apiserver: $(call cached,$(KAS_KEY),kube-apiserver)
+$(TOOLS)/etcd:           $(call cached,$(ETCD_KEY),etcd)
+$(TOOLS)/actionlint:     $(call cached,actionlint-$(ACTIONLINT_VERSION),actionlint)
+$(TOOLS)/goreleaser:     $(call cached,goreleaser-$(GORELEASER_VERSION),goreleaser)
+
 release-tools: $(TOOLS)/helm $(TOOLS)/goreleaser
 
 # chart packages the Helm chart (version and appVersion = VERSION) into dist/chart.
@@ -85,40 +112,59 @@ chart: $(TOOLS)/helm
 
 tools: $(TOOL_BINS) $(KUBE_SCHEMAS)/generated
 
-$(TOOLS)/promtool:
-	GOBIN=$(TOOLS) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
+$(call cached,promtool-$(PROMETHEUS_VERSION),promtool):
+	GOBIN=$(@D) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
 
-$(TOOLS)/prometheus:
-	GOBIN=$(TOOLS) $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
+$(call cached,prometheus-$(PROMETHEUS_VERSION),prometheus):
+	GOBIN=$(@D) $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
 
-$(TOOLS)/alertmanager:
-	scripts/build-alertmanager.sh $(ALERTMANAGER_VERSION) $(TOOLS)
+$(call cached,alertmanager-$(ALERTMANAGER_VERSION),alertmanager):
+	scripts/build-alertmanager.sh $(ALERTMANAGER_VERSION) $(@D)
 
 # helm v3 built from source assumes Kubernetes 1.20 for .Capabilities unless told.
 HELM_LDFLAGS := -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 \
 	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(word 2,$(subst ., ,$(KUBERNETES_VERSION)))
 
-$(TOOLS)/helm:
-	GOBIN=$(TOOLS) $(GO) install -trimpath -ldflags "$(HELM_LDFLAGS)" helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+$(call cached,helm-$(HELM_VERSION)-k8s$(KUBERNETES_VERSION),helm):
+	GOBIN=$(@D) $(GO) install -trimpath -ldflags "$(HELM_LDFLAGS)" helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
-$(TOOLS)/kubeconform:
-	GOBIN=$(TOOLS) $(GO) install -trimpath -ldflags "-s -w -X main.version=$(KUBECONFORM_VERSION)" github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
+$(call cached,kubeconform-$(KUBECONFORM_VERSION),kubeconform):
+	GOBIN=$(@D) $(GO) install -trimpath -ldflags "-s -w -X main.version=$(KUBECONFORM_VERSION)" github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
 
-$(TOOLS)/kube-apiserver:
-	scripts/build-kube-apiserver.sh $(KUBERNETES_VERSION) $(TOOLS)
+$(call cached,$(KAS_KEY),kube-apiserver):
+	scripts/build-kube-apiserver.sh $(KUBERNETES_VERSION) $(@D)
 
-$(TOOLS)/etcd:
-	scripts/build-etcd.sh $(TOOLS)
+$(call cached,$(ETCD_KEY),etcd):
+	scripts/build-etcd.sh $(@D)
 
-$(TOOLS)/actionlint:
-	GOBIN=$(TOOLS) $(GO) install -trimpath github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+$(call cached,actionlint-$(ACTIONLINT_VERSION),actionlint):
+	GOBIN=$(@D) $(GO) install -trimpath github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
-$(TOOLS)/goreleaser:
-	GOBIN=$(TOOLS) $(GO) install -trimpath github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+$(call cached,goreleaser-$(GORELEASER_VERSION),goreleaser):
+	GOBIN=$(@D) $(GO) install -trimpath github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
 
-$(KUBE_SCHEMAS)/generated:
-	scripts/kube-schemas.sh $(KUBERNETES_VERSION) $(PROM_OPERATOR_VERSION) $(KUBE_SCHEMAS)
+# actionlint lints every workflow `run:` script with shellcheck, and silently
+# skips that when shellcheck is not on PATH; the test passes it explicitly and
+# fails without it. shellcheck is Debian's (and Ubuntu's) package, not a Go
+# module: installed with apt-get when missing (as root, or with sudo), then
+# linked here so the tests find it as they find the other tools.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+$(TOOLS)/shellcheck:
+	@sc=$$(PATH=/usr/local/bin:/usr/bin:/bin command -v shellcheck) || { \
+	  echo "shellcheck is not installed: apt-get install -y --no-install-recommends shellcheck"; \
+	  $(SUDO) apt-get install -y --no-install-recommends shellcheck || \
+	    { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends shellcheck; } || exit 1; \
+	  sc=$$(PATH=/usr/local/bin:/usr/bin:/bin command -v shellcheck); }; \
+	mkdir -p $(TOOLS) && ln -sf "$$sc" $@ && $@ --version | sed -n 2p
+
+# The schemas, like the tools, live in the cache; .tools/schemas links there.
+$(KUBE_SCHEMAS)/generated: $(TOOLS_CACHE)/$(SCHEMAS_KEY)/generated
+	@mkdir -p $(dir $(KUBE_SCHEMAS))
+	rm -rf $(KUBE_SCHEMAS) && ln -sfn $(TOOLS_CACHE)/$(SCHEMAS_KEY) $(KUBE_SCHEMAS)
+
+$(TOOLS_CACHE)/$(SCHEMAS_KEY)/generated:
+	scripts/kube-schemas.sh $(KUBERNETES_VERSION) $(PROM_OPERATOR_VERSION) $(@D)
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
@@ -131,12 +177,12 @@ vet:
 # timings, a sweep, the demo, the end-to-end page). They run after the rest,
 # one package at a time, so two of them never share the 2 cores: a starved
 # simulator falls behind real time and measures the machine, not kneewatch.
-REALTIME_PKGS := ./sim ./probe ./sweep ./demo ./e2e
+REALTIME_PKGS := ./internal/sim ./probe ./sweep ./internal/demo ./e2e
 
 TEST_ENV := KNEEWATCH_REQUIRE_TOOLS=1 KNEEWATCH_TOOLS=$(TOOLS)
 
 test: tools image fmt-check vet
-	$(TEST_ENV) $(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v -E '/(sim|probe|sweep|demo|e2e)$$')
+	$(TEST_ENV) $(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v -E '/(internal/sim|probe|sweep|internal/demo|e2e)$$')
 	$(TEST_ENV) $(GO) test -count=1 -timeout 40m -p 1 $(REALTIME_PKGS)
 
 test-short:
@@ -148,7 +194,7 @@ bench:
 clean-tools:
 	rm -rf $(CURDIR)/.tools
 
-# The detection-quality bench (detection/): seven scripted scenarios on the
+# The detection-quality bench (internal/detection/): seven scripted scenarios on the
 # simulator in virtual time, every detector scored against the ground truth;
 # rewrites docs/benchmarks/detection.md. About 22 minutes on 2 cores (the suite's test half).
 # bench-sweep times the sweep's closed-loop search in virtual time over every
@@ -156,7 +202,15 @@ clean-tools:
 .PHONY: bench-sweep
 bench-sweep:
 	mkdir -p docs/benchmarks
-	$(GO) test -count=1 -timeout 30m -run TestSweepTimeBench ./detection -sweep.report $(CURDIR)/docs/benchmarks/sweep-time.md
+	$(GO) test -count=1 -timeout 30m -run TestSweepTimeBench ./internal/detection -sweep.report $(CURDIR)/docs/benchmarks/sweep-time.md
+
+# bench-parse rewrites docs/benchmarks/parse-path.md: kneewatch's scrape parse
+# path before and after the stream parser, and Prometheus's text parser on the
+# same bytes, with allocs/op. About 2 minutes.
+.PHONY: bench-parse
+bench-parse:
+	mkdir -p docs/benchmarks
+	$(GO) test -count=1 -timeout 20m -run TestParsePathReport ./collector -parse.report $(CURDIR)/docs/benchmarks/parse-path.md
 
 .PHONY: bench-detection
 bench-detection:
@@ -185,13 +239,13 @@ fuzz:
 SOAK_DURATION ?= 30m
 .PHONY: soak
 soak:
-	KNEEWATCH_SOAK=$(SOAK_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./demo
+	KNEEWATCH_SOAK=$(SOAK_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./internal/demo
 
 # bench-scale runs kneewatch serve and the pinned Prometheus side by side on
 # the same SCALE_N loopback targets (captured expositions, counters
 # advancing) and rewrites docs/benchmarks/scale.md with each one's CPU per
 # replica-scrape, CPU share and RSS. About 3 minutes per size.
-SCALE_N ?= 100,1000
+SCALE_N ?= 100,1000,5000
 .PHONY: bench-scale
 bench-scale: build
 	mkdir -p docs/benchmarks

@@ -3,7 +3,11 @@
 // dashboards agree on one list (tests check each against it).
 package catalog
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // MetricType is how a kneewatch metric behaves.
 type MetricType string
@@ -31,11 +35,36 @@ func (d MetricDesc) Desc() *prometheus.Desc {
 	return prometheus.NewDesc(d.Name, d.Help, d.Labels, nil)
 }
 
+// DescWith builds the descriptor with extra variable labels after d's own:
+// the static config's per-target `labels`, whose names vary by target.
+func (d MetricDesc) DescWith(extra []string) *prometheus.Desc {
+	if len(extra) == 0 {
+		return d.Desc()
+	}
+	return prometheus.NewDesc(d.Name, d.Help, slices.Concat(d.Labels, extra), nil)
+}
+
+// IdentityLabels name the served replica on every series about it: its
+// kneewatch name, and its Kubernetes namespace and pod (empty, so absent,
+// when it has none). namespace is what kube-prometheus-stack's Alertmanager
+// groups and inhibits by, so it is what routes a page to the model's team.
+var IdentityLabels = []string{"replica", "namespace", "pod"}
+
 // Label names shared by the replica metrics.
-var replicaLabels = []string{"replica", "model", "profile"}
+var replicaLabels = []string{"replica", "model", "profile", "namespace", "pod"}
 
 func withLabels(extra ...string) []string {
 	return append(append([]string{}, replicaLabels...), extra...)
+}
+
+// Label names of the per-source scrape metrics and of the probe metrics.
+var (
+	sourceLabels = append(slices.Clone(IdentityLabels), "source")
+	probeLabels  = []string{"replica", "model", "namespace", "pod"}
+)
+
+func withProbeLabels(extra ...string) []string {
+	return append(slices.Clone(probeLabels), extra...)
 }
 
 // The exported metric families. Names follow Prometheus conventions: base
@@ -82,7 +111,7 @@ var (
 	MetricReplicaEvalOK = MetricDesc{"kneewatch_replica_evaluation_ok", Gauge,
 		"1 when the replica's headroom could be computed; 0 with the reason otherwise (no_profile, engine_down, no_engine_metrics, unusable_signal, warming_up, probes_failing, …).", withLabels("reason")}
 	MetricTargetUp = MetricDesc{"kneewatch_target_up", Gauge,
-		"1 when the last scrape of the replica's source (engine, dcgm) succeeded.", []string{"replica", "source"}}
+		"1 when the last scrape of the replica's source (engine, dcgm) succeeded.", sourceLabels}
 	MetricKneeConcurrency = MetricDesc{"kneewatch_knee_concurrency", Gauge,
 		"The knee concurrency of the replica's profile.", replicaLabels}
 	MetricKneeOutputTPS = MetricDesc{"kneewatch_knee_output_tokens_per_second", Gauge,
@@ -91,6 +120,18 @@ var (
 		"Goodput tokens per second at the replica's knee.", replicaLabels}
 	MetricKneeKV = MetricDesc{"kneewatch_knee_kv_cache_usage_ratio", Gauge,
 		"KV-cache usage at the replica's knee.", replicaLabels}
+	MetricKneeKVReference = MetricDesc{"kneewatch_knee_kv_cache_reference_ratio", Gauge,
+		"KV-cache usage at which the kv_cache dimension's knee ratio reads 1: the knee's own usage for a KV-bound knee, else the saturation level (or the knee's usage if higher). The ruler group divides the engine's KV usage by it.", replicaLabels}
+	// The profile's measured latency-throughput curve, one series per swept
+	// concurrency and per profile (not per replica: replicas sharing a
+	// profile share its curve, joined on the profile label), so the
+	// dashboards can draw the curve the knee was found on.
+	MetricProfileCurveOutputTPS = MetricDesc{"kneewatch_profile_curve_output_tokens_per_second", Gauge,
+		"Output tokens per second the profile measured at each swept concurrency (at most 64 points per profile, evenly thinned).", []string{"profile", "concurrency"}}
+	MetricProfileCurveTTFT = MetricDesc{"kneewatch_profile_curve_ttft_p99_seconds", Gauge,
+		"99th percentile of time to first token the profile measured at each swept concurrency (a gauge: promtool allows a quantile label only on summaries, and a profile holds p50 and p99 only).", []string{"profile", "concurrency"}}
+	MetricProfileCurveTPOT = MetricDesc{"kneewatch_profile_curve_tpot_p99_seconds", Gauge,
+		"99th percentile of time per output token the profile measured at each swept concurrency.", []string{"profile", "concurrency"}}
 	MetricSLOTTFT = MetricDesc{"kneewatch_slo_ttft_seconds", Gauge,
 		"The TTFT threshold of the replica's SLO, at the SLO's quantile (slo_quantile).", withLabels("slo_quantile")}
 	MetricSLOTPOT = MetricDesc{"kneewatch_slo_tpot_seconds", Gauge,
@@ -102,16 +143,16 @@ var (
 	MetricFleetHeadroom = MetricDesc{"kneewatch_fleet_headroom_ratio", Gauge,
 		"Fleet headroom of the model: 1 minus total in-flight load divided by total knee concurrency.", []string{"model"}}
 	MetricScrapeDuration = MetricDesc{"kneewatch_scrape_duration_seconds", Gauge,
-		"Duration of the last scrape of the replica's source.", []string{"replica", "source"}}
+		"Duration of the last scrape of the replica's source.", sourceLabels}
 	MetricScrapeProblems = MetricDesc{"kneewatch_target_scrape_problems_total", Counter,
-		"Unusable data found in the replica's scrapes since it was added, by source (engine, dcgm) and problem (duplicate_series, non_finite, partial_histogram, non_monotonic_histogram, invalid_histogram, negative_counter, wrong_type, missing, label_too_long, invalid_label, dcgm_sentinel); the signal each fed is absent, not wrong.", []string{"replica", "source", "problem"}}
+		"Unusable data found in the replica's scrapes since it was added, by source (engine, dcgm) and problem (duplicate_series, non_finite, partial_histogram, non_monotonic_histogram, invalid_histogram, negative_counter, wrong_type, missing, label_too_long, invalid_label, dcgm_sentinel); the signal each fed is absent, not wrong.", append(slices.Clone(sourceLabels), "problem")}
 	MetricConfigReloadOK = MetricDesc{"kneewatch_config_last_reload_successful", Gauge,
 		"1 when the last config reload (SIGHUP or POST /-/reload) applied; 0 when it failed and the previous config is still running.", nil}
 	MetricConfigReloadTime = MetricDesc{"kneewatch_config_last_reload_success_timestamp_seconds", Gauge,
 		"Unix time of the last successful config load (start or reload).", nil}
 	MetricShardOrdinal = MetricDesc{"kneewatch_shard_ordinal", Gauge,
-		"This instance's shard (--shard), 0 to kneewatch_shard_count - 1; it watches only the replicas whose name hashes to it.", nil}
-	MetricShardCount = MetricDesc{"kneewatch_shard_count", Gauge,
+		"This instance's shard (--shard), 0 to kneewatch_shards - 1; it watches only the replicas whose name hashes to it.", nil}
+	MetricShardCount = MetricDesc{"kneewatch_shards", Gauge,
 		"How many kneewatch instances split the replicas (--total-shards); 1 when not sharded.", nil}
 	MetricEvaluations = MetricDesc{"kneewatch_evaluations_total", Counter,
 		"Evaluation rounds completed since start.", nil}
@@ -131,7 +172,8 @@ var Catalog = []MetricDesc{
 	MetricReplicaAttainment, MetricReplicaRequests, MetricReplicaGoodRequests, MetricReplicaTTFT, MetricReplicaTPOT, MetricReplicaKV,
 	MetricReplicaPreemptions, MetricReplicaGPUUtil, MetricReplicaLimiting, MetricReplicaMixDrift,
 	MetricReplicaEvalOK, MetricReplicaInfo, MetricTargetUp, MetricScrapeDuration, MetricScrapeProblems,
-	MetricKneeConcurrency, MetricKneeOutputTPS, MetricKneeGoodput, MetricKneeKV,
+	MetricKneeConcurrency, MetricKneeOutputTPS, MetricKneeGoodput, MetricKneeKV, MetricKneeKVReference,
+	MetricProfileCurveOutputTPS, MetricProfileCurveTTFT, MetricProfileCurveTPOT,
 	MetricSLOTTFT, MetricSLOTPOT,
 	MetricFleetReplicas, MetricFleetNeeded, MetricFleetHeadroom,
 	MetricEvaluations, MetricLastEvaluation, MetricConfigReloadOK, MetricConfigReloadTime,
@@ -141,21 +183,21 @@ var Catalog = []MetricDesc{
 // Probe metric families, exported by the probe package.
 var (
 	MetricProbeTTFT = MetricDesc{"kneewatch_probe_ttft_seconds", Histogram,
-		"Client-side time to first token of synthetic probes (bucket edges include the SLO threshold).", []string{"replica", "model"}}
+		"Client-side time to first token of synthetic probes (bucket edges include the SLO threshold).", probeLabels}
 	MetricProbeTPOT = MetricDesc{"kneewatch_probe_tpot_seconds", Histogram,
-		"Client-side time per output token of synthetic probes (bucket edges include the SLO threshold).", []string{"replica", "model"}}
+		"Client-side time per output token of synthetic probes (bucket edges include the SLO threshold).", probeLabels}
 	MetricProbeSuccess = MetricDesc{"kneewatch_probe_success_total", Counter,
-		"Probes that streamed the expected tokens.", []string{"replica", "model"}}
+		"Probes that streamed the expected tokens.", probeLabels}
 	MetricProbeFailures = MetricDesc{"kneewatch_probe_failures_total", Counter,
-		"Failed probes by class (connect, timeout, http_4xx, http_5xx, bad_stream, empty, redirect).", []string{"replica", "model", "class"}}
+		"Failed probes by class (connect, timeout, http_4xx, http_5xx, bad_stream, empty, redirect).", withProbeLabels("class")}
 	MetricProbeSkipped = MetricDesc{"kneewatch_probe_skipped_total", Counter,
-		"Probes not sent, by reason (past_knee, queue_growing, budget, in_flight).", []string{"replica", "model", "reason"}}
+		"Probes not sent, by reason (past_knee, queue_growing, budget, in_flight).", withProbeLabels("reason")}
 	MetricProbeLast = MetricDesc{"kneewatch_probe_last_timestamp_seconds", Gauge,
-		"Unix time the last probe finished.", []string{"replica", "model"}}
+		"Unix time the last probe finished.", probeLabels}
 	MetricProbeLoad = MetricDesc{"kneewatch_probe_load_ratio", Gauge,
-		"Probe output tokens per second divided by the replica's knee output tokens per second (kept under probes.load_ratio_cap, default 0.001).", []string{"replica", "model"}}
+		"Probe output tokens per second divided by the replica's knee output tokens per second (kept under probes.load_ratio_cap, default 0.001).", probeLabels}
 	MetricProbeAttainment = MetricDesc{"kneewatch_probe_slo_attainment_ratio", Gauge,
-		"Share of probes over the window within the SLO threshold, per SLO (ttft, tpot).", []string{"replica", "model", "slo"}}
+		"Share of probes over the window within the SLO threshold, per SLO (ttft, tpot).", withProbeLabels("slo")}
 )
 
 // ProbeCatalog lists the probe metric families.
@@ -164,9 +206,27 @@ var ProbeCatalog = []MetricDesc{
 	MetricProbeSkipped, MetricProbeLast, MetricProbeLoad, MetricProbeAttainment,
 }
 
+// Kubernetes discovery's metric families, exported by the discovery
+// package when the config has a kubernetes section.
+var (
+	MetricDiscoveryPods = MetricDesc{"kneewatch_discovery_pods", Gauge,
+		"Pods matching the discovery selector, by state: ready (evaluated as replicas), unready (Running but not Ready, so not evaluated nor counted in the fleet), pending, terminating, finished.", []string{"state"}}
+	MetricDiscoverySynced = MetricDesc{"kneewatch_discovery_synced", Gauge,
+		"1 when every informer of the role (serving, dcgm_exporter) has listed its pods and its last list or watch call to the API server succeeded; 0 before the first list, during an API outage or without permission.", []string{"role"}}
+	MetricDiscoveryLastSync = MetricDesc{"kneewatch_discovery_last_sync_timestamp_seconds", Gauge,
+		"Unix time of the role's last successful list or watch call to the API server, or of its last watch event; absent before the first.", []string{"role"}}
+	MetricDiscoveryErrors = MetricDesc{"kneewatch_discovery_errors_total", Counter,
+		"Failed list and watch calls to the API server by role and kind (forbidden, unauthorized, unavailable, other); an unanswered call is retried within seconds, and each retry counts.", []string{"role", "kind"}}
+)
+
+// DiscoveryCatalog lists the discovery metric families.
+var DiscoveryCatalog = []MetricDesc{
+	MetricDiscoveryPods, MetricDiscoverySynced, MetricDiscoveryLastSync, MetricDiscoveryErrors,
+}
+
 // All lists every metric family kneewatch exports.
 func All() []MetricDesc {
-	return append(append([]MetricDesc{}, Catalog...), ProbeCatalog...)
+	return slices.Concat(Catalog, ProbeCatalog, DiscoveryCatalog)
 }
 
 // Lookup returns the family with the given name (a histogram also answers to

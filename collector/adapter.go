@@ -29,18 +29,39 @@ type adapter interface {
 	normalize(f familyIndex, opts Options) (Snapshot, error)
 }
 
-// adapters lists every engine adapter by the name used in config and in
-// Snapshot.Engine.
-var adapters = map[string]adapter{
-	"vllm":   vllmAdapter,
-	"sglang": sglangAdapter,
-	"tgi":    tgiAdapter,
-	"trtllm": trtllmAdapter,
+// adapters lists every engine adapter by its name, the name used in config
+// and in Snapshot.Engine. It is kneewatch's one list of engines: Engines,
+// Detect's error and the stream parser's wanted families come from it, and
+// a test in package watch holds config.KnownEngines to it.
+var adapters = adaptersByName(engineAdapters)
+
+// engineAdapters are the adapters in documentation order (the order of
+// config.KnownEngines and of Detect's error).
+var engineAdapters = []specAdapter{vllmAdapter, sglangAdapter, tgiAdapter, trtllmAdapter}
+
+func adaptersByName(as []specAdapter) map[string]adapter {
+	m := make(map[string]adapter, len(as))
+	for _, a := range as {
+		m[a.name] = a
+	}
+	return m
 }
 
 // Engines returns the adapter names, sorted.
 func Engines() []string {
 	return slices.Sorted(maps.Keys(adapters))
+}
+
+// namePatterns are the engines' metric name prefixes as a scrape spells
+// them ("vllm:*", "tgi_*"), in documentation order, for messages: each
+// adapter's first metric name cut to its canonical prefix's length, since
+// the canonical form spells vLLM's and SGLang's colon as an underscore.
+func namePatterns() []string {
+	var out []string
+	for _, a := range engineAdapters {
+		out = append(out, a.metrics[0].names[0][:len(a.prefixes[0])]+"*")
+	}
+	return out
 }
 
 // ErrNoEngine means a scrape carries no metric family of any known engine.
@@ -60,7 +81,7 @@ func detect(fi familyIndex) (string, error) {
 	}
 	switch len(found) {
 	case 0:
-		return "", fmt.Errorf("%w (looked for vllm:*, sglang:*, tgi_*, nv_trt_llm_* names)", ErrNoEngine)
+		return "", fmt.Errorf("%w (looked for %s names)", ErrNoEngine, strings.Join(namePatterns(), ", "))
 	case 1:
 		return found[0], nil
 	}
@@ -70,7 +91,10 @@ func detect(fi familyIndex) (string, error) {
 // Normalize turns a parsed scrape into a Snapshot with the adapter named by
 // opts.Engine, or the detected one. Snapshot.Time is left for the caller.
 func Normalize(families map[string]*dto.MetricFamily, opts Options) (Snapshot, error) {
-	fi := indexFamilies(families)
+	return normalizeIndex(indexFamilies(families), opts)
+}
+
+func normalizeIndex(fi familyIndex, opts Options) (Snapshot, error) {
 	name := opts.Engine
 	if name == "" {
 		var err error
@@ -90,22 +114,39 @@ func Normalize(families map[string]*dto.MetricFamily, opts Options) (Snapshot, e
 // "vllm_num_requests_running" some remote-write pipelines produce are one
 // name. _created series (prometheus_client's creation timestamps) are
 // dropped: they are not data.
-type familyIndex map[string]*dto.MetricFamily
+type familyIndex struct {
+	byName map[string]*dto.MetricFamily
+	// skipped lists the watched prefixes (see watchedPrefixes) of families
+	// the stream parser saw in the scrape but did not keep, so detection
+	// reads the same with or without them.
+	skipped []string
+	// buckets holds the buckets of the stream parser's histograms, which
+	// it keeps apart from their client_model messages.
+	buckets map[*dto.Histogram][]Bucket
+}
+
+// histogram converts a histogram series of the index's families.
+func (fi familyIndex) histogram(h *dto.Histogram) (Histogram, error) {
+	if b, ok := fi.buckets[h]; ok {
+		return histogramFromBuckets(b, h)
+	}
+	return histogramFromDTO(h)
+}
 
 func canonicalName(name string) string { return strings.ReplaceAll(name, ":", "_") }
 
 func indexFamilies(families map[string]*dto.MetricFamily) familyIndex {
-	fi := make(familyIndex, len(families))
+	fi := familyIndex{byName: make(map[string]*dto.MetricFamily, len(families))}
 	for name, mf := range families {
 		if strings.HasSuffix(name, "_created") {
 			continue
 		}
 		key := canonicalName(name)
 		// If both spellings are present, keep the engine's own (with colons).
-		if prev, ok := fi[key]; ok && strings.Contains(prev.GetName(), ":") {
+		if prev, ok := fi.byName[key]; ok && strings.Contains(prev.GetName(), ":") {
 			continue
 		}
-		fi[key] = mf
+		fi.byName[key] = mf
 	}
 	return fi
 }
@@ -113,7 +154,12 @@ func indexFamilies(families map[string]*dto.MetricFamily) familyIndex {
 // hasPrefix reports whether any family's canonical name starts with one of
 // prefixes (given in canonical form).
 func (fi familyIndex) hasPrefix(prefixes ...string) bool {
-	for name := range fi {
+	for _, p := range prefixes {
+		if slices.Contains(fi.skipped, p) {
+			return true
+		}
+	}
+	for name := range fi.byName {
 		for _, p := range prefixes {
 			if strings.HasPrefix(name, p) {
 				return true
@@ -128,17 +174,48 @@ func (fi familyIndex) hasPrefix(prefixes ...string) bool {
 // libraries differ in whether they add it.
 func (fi familyIndex) find(counter bool, names ...string) *dto.MetricFamily {
 	for _, n := range names {
-		n = canonicalName(n)
-		if counter && !strings.HasSuffix(n, "_total") {
-			if mf, ok := fi[n+"_total"]; ok {
-				return mf
-			}
+		c, ok := canonicalNames[n]
+		if !ok {
+			c = [2]string{canonicalName(n), canonicalName(n) + "_total"}
 		}
-		if mf, ok := fi[n]; ok {
+		if mf := fi.findCanonical(counter, c); mf != nil {
 			return mf
 		}
 	}
 	return nil
+}
+
+// findCanonical is find for one name given as its canonical form and that
+// form with _total.
+func (fi familyIndex) findCanonical(counter bool, c [2]string) *dto.MetricFamily {
+	if counter && !strings.HasSuffix(c[0], "_total") {
+		if mf, ok := fi.byName[c[1]]; ok {
+			return mf
+		}
+	}
+	return fi.byName[c[0]]
+}
+
+// canonicalPairs is canonicalNames' entries for names, in order.
+func canonicalPairs(names []string) [][2]string {
+	out := make([][2]string, len(names))
+	for i, n := range names {
+		out[i] = [2]string{canonicalName(n), canonicalName(n) + "_total"}
+	}
+	return out
+}
+
+// canonicalNames holds every name the adapters look up, canonical and
+// canonical with _total, built once rather than on each lookup of every
+// scrape.
+// (Filled by init: the adapter tables refer back to find.)
+var canonicalNames map[string][2]string
+
+func init() {
+	canonicalNames = map[string][2]string{}
+	for _, n := range engineFamilyNames() {
+		canonicalNames[n] = [2]string{canonicalName(n), canonicalName(n) + "_total"}
+	}
 }
 
 func labelValue(m *dto.Metric, name string) (string, bool) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	dto "github.com/prometheus/client_model/go"
 )
@@ -53,19 +54,23 @@ type specAdapter struct {
 	// extra reads what does not fit a metricSpec (info-style labels,
 	// derived sums); it runs after the table.
 	extra func(fi familyIndex, sel selector, s *Snapshot)
+	// extraFamilies names the families extra reads, so the stream parser
+	// keeps them.
+	extraFamilies []string
 }
 
 func (a specAdapter) detect(fi familyIndex) bool { return fi.hasPrefix(a.prefixes...) }
 
 func (a specAdapter) normalize(fi familyIndex, opts Options) (Snapshot, error) {
-	s := newSnapshot(a.name)
+	s := NewSnapshot(a.name)
 	model, err := a.chooseModel(fi, opts.Model)
 	if err != nil {
 		return Snapshot{}, err
 	}
 	s.Model = model
 	sel := selector{modelLabel: a.modelLabel, model: model, rankLabels: a.rankLabels}
-	for _, spec := range a.metrics {
+	names := a.canonical()
+	for i, spec := range a.metrics {
 		if _, done := s.Histograms[spec.signal]; done {
 			continue
 		}
@@ -77,14 +82,19 @@ func (a specAdapter) normalize(fi familyIndex, opts Options) (Snapshot, error) {
 				continue
 			}
 		}
-		mf := fi.find(spec.signal.Kind() == KindCounter && !spec.histogramSum, spec.names...)
+		var mf *dto.MetricFamily
+		for _, c := range names.specs[i] {
+			if mf = fi.findCanonical(spec.signal.Kind() == KindCounter && !spec.histogramSum, c); mf != nil {
+				break
+			}
+		}
 		if mf == nil {
 			if spec.required {
 				s.problemOf(ProblemMissing, spec.signal, spec.names[0], "not in scrape; %s is unknown", spec.signal)
 			}
 			continue
 		}
-		readSpec(mf, spec, sel, &s)
+		readSpec(fi, mf, spec, sel, &s)
 	}
 	if a.extra != nil {
 		a.extra(fi, sel, &s)
@@ -101,18 +111,32 @@ func (a specAdapter) chooseModel(fi familyIndex, want string) (string, error) {
 	if a.modelLabel == "" {
 		return "", nil
 	}
-	seen := map[string]bool{}
-	names := a.modelFrom
-	if names == nil {
-		for _, spec := range a.metrics {
-			names = append(names, spec.names...)
+	// Nearly every scrape names one model: the set is only built once a
+	// second name appears (this runs on every scrape).
+	var first string
+	var seen map[string]bool
+	add := func(v string) {
+		switch {
+		case first == "" || v == first:
+			first = v
+		default:
+			if seen == nil {
+				seen = map[string]bool{first: true}
+			}
+			seen[v] = true
 		}
 	}
-	for _, n := range names {
-		for _, m := range fi.find(true, n).GetMetric() {
+	for _, c := range a.canonical().model {
+		for _, m := range fi.findCanonical(true, c).GetMetric() {
 			if v, ok := labelValue(m, a.modelLabel); ok && v != "" {
-				seen[v] = true
+				add(v)
 			}
+		}
+	}
+	if seen == nil && first != "" {
+		seen = map[string]bool{first: true}
+		if want == "" || want == first {
+			return first, nil
 		}
 	}
 	models := slices.Sorted(func(yield func(string) bool) {
@@ -135,6 +159,35 @@ func (a specAdapter) chooseModel(fi familyIndex, want string) (string, error) {
 	}
 	return "", nil
 }
+
+// adapterNames are an adapter's names in canonical form (each with its
+// _total form): per spec of its table, and those that decide the model.
+type adapterNames struct {
+	specs [][][2]string
+	model [][2]string
+}
+
+// canonical returns the adapter's names in canonical form, built once per
+// adapter: they are looked up on every scrape.
+func (a specAdapter) canonical() *adapterNames {
+	if v, ok := adapterCanonical.Load(a.name); ok {
+		return v.(*adapterNames)
+	}
+	n := &adapterNames{}
+	var all []string
+	for _, spec := range a.metrics {
+		n.specs = append(n.specs, canonicalPairs(spec.names))
+		all = append(all, spec.names...)
+	}
+	if a.modelFrom != nil {
+		all = a.modelFrom
+	}
+	n.model = canonicalPairs(all)
+	adapterCanonical.Store(a.name, n)
+	return n
+}
+
+var adapterCanonical sync.Map
 
 // selector picks the series of one replica's model out of a family.
 type selector struct {
@@ -198,10 +251,10 @@ func rankLess(a, b string) bool {
 }
 
 // readSpec reads one signal from its family into s, or records why not.
-func readSpec(mf *dto.MetricFamily, spec metricSpec, sel selector, s *Snapshot) {
+func readSpec(fi familyIndex, mf *dto.MetricFamily, spec metricSpec, sel selector, s *Snapshot) {
 	name := mf.GetName()
 	if key, dup := duplicateSeries(mf); dup {
-		s.problemOf(ProblemDuplicateSeries, spec.signal, name, "series {%s} appears more than once; %s is unknown", capLabel(key), spec.signal)
+		s.problemOf(ProblemDuplicateSeries, spec.signal, name, "series {%s} appears more than once; %s is unknown", CapLabel(key), spec.signal)
 		return
 	}
 	ms := sel.series(mf, spec.matchLabel, spec.matchValue)
@@ -226,7 +279,7 @@ func readSpec(mf *dto.MetricFamily, spec metricSpec, sel selector, s *Snapshot) 
 				// attainment; only the mean and the exported _sum skip it.
 				s.problemOf(ProblemNonFinite, SignalUnknown, name, "_sum is %v; the mean of %s is unknown this scrape", v, spec.signal)
 			}
-			h, err := histogramFromDTO(m.GetHistogram())
+			h, err := fi.histogram(m.GetHistogram())
 			if err != nil {
 				s.problemOf(histogramProblemKind(err), spec.signal, name, "%v; %s is unknown", err, spec.signal)
 				return

@@ -39,11 +39,22 @@ func readFixture(t testing.TB, name string) string {
 	return string(b)
 }
 
+// normalizeText reads a classic text exposition through the reference
+// path (expfmt, then Normalize), and checks that the scrape path's stream
+// parser reads the same: every adapter test is also one of the stream
+// parser.
 func normalizeText(t testing.TB, text string, opts Options) Snapshot {
 	t.Helper()
 	s, err := Normalize(parseString(t, text), opts)
 	if err != nil {
 		t.Fatalf("Normalize: %v", err)
+	}
+	got, err := streamSnapshot([]byte(text), textFormat, opts)
+	if err != nil {
+		t.Fatalf("stream path: %v", err)
+	}
+	if diff := cmp.Diff(s, got, snapshotCmp); diff != "" {
+		t.Errorf("the stream path reads otherwise (-reference +stream):\n%s", diff)
 	}
 	return s
 }
@@ -461,7 +472,7 @@ vllm:kv_cache_usage_perc 0.5
 
 func TestCreatedSeriesAreNotData(t *testing.T) {
 	fi := indexFamilies(parseString(t, readFixture(t, "vllm-v1-full-synthetic.prom")))
-	for name := range fi {
+	for name := range fi.byName {
 		if strings.HasSuffix(name, "_created") {
 			t.Errorf("index kept %s", name)
 		}

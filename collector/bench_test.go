@@ -1,34 +1,9 @@
 package collector
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
-
-// BenchmarkParseVLLMScrape parses and normalizes a full vLLM V1 scrape: every
-// V1 metric name, two data-parallel engines, about 1,000 sample lines and
-// 115 kB (testdata/vllm-v1-full-synthetic.prom).
-func BenchmarkParseVLLMScrape(b *testing.B) {
-	body, err := os.ReadFile(filepath.Join("testdata", "vllm-v1-full-synthetic.prom"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		families, err := ParseText(bytes.NewReader(body))
-		if err != nil {
-			b.Fatal(err)
-		}
-		s, err := Normalize(families, Options{})
-		if err != nil || len(s.Histograms) == 0 {
-			b.Fatalf("normalize: %v", err)
-		}
-	}
-}
 
 // BenchmarkWindowUpdateAndQuantile adds one snapshot of the full vLLM scrape
 // to a 5-minute window of 15 s scrapes (20 snapshots) and computes what an

@@ -62,6 +62,14 @@ var defaultLatencyBuckets = map[string]latencyBuckets{
 	// kneewatch reads, so there is nothing to check.
 }
 
+// DefaultLatencyBuckets returns the TTFT and TPOT bucket edges engine exports
+// by default (ok is false for an engine without known defaults). Callers
+// must not modify the slices.
+func DefaultLatencyBuckets(engine string) (ttft, tpot []float64, ok bool) {
+	b, ok := defaultLatencyBuckets[engine]
+	return b.ttft, b.tpot, ok
+}
+
 // EdgeWarning says an SLO threshold falls between two bucket edges of the
 // histogram kneewatch judges it by.
 type EdgeWarning struct {
@@ -179,7 +187,9 @@ func scrapedEdgeWarnings(snap Snapshot, slo *knee.SLO) []EdgeWarning {
 		if !ok {
 			return
 		}
-		edges := make([]float64, 0, len(h.Buckets))
+		// On the stack for usual layouts: this runs every evaluation.
+		var buf [64]float64
+		edges := buf[:0]
 		for _, b := range h.Buckets {
 			edges = append(edges, b.UpperBound)
 		}
@@ -214,11 +224,73 @@ func metricName(engine, slo string, sig Signal) string {
 	return engine + " " + sig.String() + " histogram"
 }
 
-// edgeWarner logs a replica's scraped-edge warnings once per distinct set,
+// EdgeWarner logs a replica's scraped-edge warnings once per distinct set,
 // so a layout or SLO change is logged again and a steady one never repeats.
-type edgeWarner struct{ last string }
+// The zero EdgeWarner is ready to use; one is kept per replica.
+type EdgeWarner struct {
+	last string
+	// seen is what the last check read (engine, SLO and bucket edges):
+	// the same again has the same warnings, so they are not rebuilt on
+	// every evaluation. spare is the other buffer.
+	seen, spare edgeInputs
+	checked     bool
+}
 
-func (e *edgeWarner) check(logger *slog.Logger, replica string, snap Snapshot, slo *knee.SLO) {
+type edgeInputs struct {
+	engine     string
+	slo        knee.SLO
+	hasSLO     bool
+	ttft, tpot []float64
+}
+
+// inputsOf records what scrapedEdgeWarnings reads of snap, reusing into's
+// slices.
+func inputsOf(into edgeInputs, snap Snapshot, slo *knee.SLO) edgeInputs {
+	in := edgeInputs{engine: snap.Engine, hasSLO: slo != nil, ttft: into.ttft[:0], tpot: into.tpot[:0]}
+	if slo != nil {
+		in.slo = *slo
+	}
+	if h, ok := snap.Histogram(SignalTTFT); ok {
+		for _, b := range h.Buckets {
+			in.ttft = append(in.ttft, b.UpperBound)
+		}
+	}
+	tpot, ok := snap.Histogram(SignalTPOT)
+	if !ok {
+		tpot, _ = snap.Histogram(SignalITL)
+		in.tpot = append(in.tpot, math.NaN()) // marks the ITL fallback
+	}
+	for _, b := range tpot.Buckets {
+		in.tpot = append(in.tpot, b.UpperBound)
+	}
+	return in
+}
+
+func (a edgeInputs) equal(b edgeInputs) bool {
+	same := func(x, y []float64) bool {
+		if len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if x[i] != y[i] && !(math.IsNaN(x[i]) && math.IsNaN(y[i])) {
+				return false
+			}
+		}
+		return true
+	}
+	return a.engine == b.engine && a.hasSLO == b.hasSLO && a.slo == b.slo && same(a.ttft, b.ttft) && same(a.tpot, b.tpot)
+}
+
+// Check logs the SLO thresholds that fall between snap's bucket edges,
+// unless the same warnings were logged last time.
+func (e *EdgeWarner) Check(logger *slog.Logger, replica string, snap Snapshot, slo *knee.SLO) {
+	// Two buffers swap, so neither is reallocated once grown.
+	in := inputsOf(e.spare, snap, slo)
+	if e.checked && in.equal(e.seen) {
+		e.spare = in
+		return
+	}
+	e.seen, e.spare, e.checked = in, e.seen, true
 	ws := scrapedEdgeWarnings(snap, slo)
 	key := ""
 	for _, w := range ws {

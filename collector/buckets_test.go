@@ -122,7 +122,7 @@ func TestLightLoadInsideABucketMeetsTheSLO(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 13 {
-		s := newSnapshot("vllm")
+		s := NewSnapshot("vllm")
 		s.Time = base.Add(time.Duration(i) * 5 * time.Second)
 		s.Histograms[SignalTPOT] = h(float64(100 * i))
 		if err := w.Add(s); err != nil {
@@ -141,15 +141,15 @@ func TestLightLoadInsideABucketMeetsTheSLO(t *testing.T) {
 	if got := Observe(w, at, &slo).TPOTAttainment; got != 1 {
 		t.Errorf("observed TPOT attainment %v, want 1 (no request can be shown to miss 23 ms)", got)
 	}
-	var c sloCounters
+	var c SLOCounters
 	for i := range 3 {
-		s := newSnapshot("vllm")
+		s := NewSnapshot("vllm")
 		s.Histograms[SignalTTFT] = h(float64(100 * i))
 		s.Histograms[SignalTPOT] = h(float64(100 * i))
-		c.add(s, &slo)
+		c.Add(s, &slo)
 	}
-	if c.total != 200 || c.goodTPOT != 200 {
-		t.Errorf("counted %v good TPOT requests of %v, want all 200", c.goodTPOT, c.total)
+	if c.Total != 200 || c.GoodTPOT != 200 {
+		t.Errorf("counted %v good TPOT requests of %v, want all 200", c.GoodTPOT, c.Total)
 	}
 }
 
@@ -158,9 +158,9 @@ func TestScrapedEdgesAreWarnedOncePerReplica(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
 	snap := normalizeText(t, readFixture(t, "vllm-v1-full-synthetic.prom"), Options{})
 	slo := sloOf(230*time.Millisecond, 23*time.Millisecond)
-	var e edgeWarner
+	var e EdgeWarner
 	for range 3 {
-		e.check(logger, "r0", snap, &slo)
+		e.Check(logger, "r0", snap, &slo)
 	}
 	out := buf.String()
 	if n := strings.Count(out, "level=WARN"); n != 2 {
@@ -173,7 +173,7 @@ func TestScrapedEdgesAreWarnedOncePerReplica(t *testing.T) {
 	}
 	buf.Reset()
 	onEdges := sloOf(250*time.Millisecond, 25*time.Millisecond)
-	e.check(logger, "r0", snap, &onEdges)
+	e.Check(logger, "r0", snap, &onEdges)
 	if buf.Len() != 0 {
 		t.Errorf("thresholds on edges logged:\n%s", buf.String())
 	}

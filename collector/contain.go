@@ -19,9 +19,9 @@ import (
 // size of /metrics by every series it lands on.
 const MaxLabelValueBytes = 256
 
-// capLabel returns v, or when longer than MaxLabelValueBytes its first
+// CapLabel returns v, or when longer than MaxLabelValueBytes its first
 // bytes (on a rune boundary), "…" and 8 hex digits of v's FNV-1a hash.
-func capLabel(v string) string {
+func CapLabel(v string) string {
 	if len(v) <= MaxLabelValueBytes {
 		return v
 	}
@@ -43,11 +43,25 @@ func capLabel(v string) string {
 // text parser merges same-labelled histogram series into one, whose le
 // then repeats: histogramFromDTO reports that as a duplicate too.)
 func duplicateSeries(mf *dto.MetricFamily) (string, bool) {
-	if len(mf.GetMetric()) < 2 {
+	ms := mf.GetMetric()
+	if len(ms) < 2 {
 		return "", false
 	}
-	seen := make(map[string]struct{}, len(mf.GetMetric()))
-	for _, m := range mf.GetMetric() {
+	// Engines expose a handful of series per family (engines, ranks,
+	// finished reasons): comparing each pair costs less than building a
+	// key for every series, which this did on every scrape.
+	if len(ms) <= 32 {
+		for i := 1; i < len(ms); i++ {
+			for j := range i {
+				if sameLabelSet(ms[i], ms[j]) {
+					return labelKey(ms[i]), true
+				}
+			}
+		}
+		return "", false
+	}
+	seen := make(map[string]struct{}, len(ms))
+	for _, m := range ms {
 		key := labelKey(m)
 		if _, dup := seen[key]; dup {
 			return key, true
@@ -55,6 +69,38 @@ func duplicateSeries(mf *dto.MetricFamily) (string, bool) {
 		seen[key] = struct{}{}
 	}
 	return "", false
+}
+
+// sameLabelSet reports whether two series carry the same label set, in
+// any order (what labelKey makes equal).
+func sameLabelSet(a, b *dto.Metric) bool {
+	la, lb := a.GetLabel(), b.GetLabel()
+	if len(la) != len(lb) {
+		return false
+	}
+	for i, p := range la {
+		// Usually in the same order; else search.
+		if q := lb[i]; q.GetName() == p.GetName() {
+			if q.GetValue() != p.GetValue() {
+				return false
+			}
+			continue
+		}
+		found := false
+		for _, q := range lb {
+			if q.GetName() == p.GetName() {
+				if q.GetValue() != p.GetValue() {
+					return false
+				}
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // labelKey is a series' label set in canonical (sorted) form.
@@ -97,9 +143,9 @@ var dimensionSignals = []Signal{
 	SignalGenerationTokens, SignalPromptTokens, SignalRequestsFinished,
 }
 
-// unusableDimension returns the first problem of snap that made a
+// UnusableDimension returns the first problem of snap that made a
 // dimension's signal unknown although it was in the scrape.
-func unusableDimension(snap Snapshot) (Problem, bool) {
+func UnusableDimension(snap Snapshot) (Problem, bool) {
 	for _, p := range snap.Problems {
 		if p.Kind != ProblemMissing && slices.Contains(dimensionSignals, p.Signal) {
 			return p, true

@@ -100,11 +100,18 @@ var ErrNoDCGM = errors.New("no DCGM_FI_* metrics")
 // (per GPU and pod, when time-slicing maps one GPU to several pods).
 // DCGMSnapshot.Time is left for the caller.
 func NormalizeDCGM(families map[string]*dto.MetricFamily) (DCGMSnapshot, error) {
+	return normalizeDCGM(families, false)
+}
+
+// normalizeDCGM is NormalizeDCGM where skippedDCGM says a DCGM_FI_ family
+// was in the scrape though not among families (the stream parser keeps
+// only the fields read).
+func normalizeDCGM(families map[string]*dto.MetricFamily, skippedDCGM bool) (DCGMSnapshot, error) {
 	var d DCGMSnapshot
-	found := false
+	found := skippedDCGM
 	byKey := map[GPULabels]*GPUSnapshot{}
 	for name := range families {
-		if strings.HasPrefix(name, "DCGM_FI_") {
+		if strings.HasPrefix(name, dcgmPrefix) {
 			found = true
 			break
 		}
@@ -119,7 +126,7 @@ func NormalizeDCGM(families map[string]*dto.MetricFamily) (DCGMSnapshot, error) 
 		}
 		if key, dup := duplicateSeries(mf); dup {
 			d.Problems = append(d.Problems, Problem{Metric: f.name, Kind: ProblemDuplicateSeries, Signal: f.signal,
-				Reason: fmt.Sprintf("series {%s} appears more than once; dropped", capLabel(key))})
+				Reason: fmt.Sprintf("series {%s} appears more than once; dropped", CapLabel(key))})
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -130,10 +137,10 @@ func NormalizeDCGM(families map[string]*dto.MetricFamily) (DCGMSnapshot, error) 
 				d.Problems = append(d.Problems, Problem{Metric: f.name, Kind: ProblemWrongType, Signal: f.signal, Reason: fmt.Sprintf("is a %s, expected a gauge", strings.ToLower(mf.GetType().String()))})
 				continue
 			case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
-				d.Problems = append(d.Problems, Problem{Metric: f.name, Kind: ProblemNonFinite, Signal: f.signal, Reason: fmt.Sprintf("gpu %s has value %v; dropped", capLabel(gpuName(labels)), v)})
+				d.Problems = append(d.Problems, Problem{Metric: f.name, Kind: ProblemNonFinite, Signal: f.signal, Reason: fmt.Sprintf("gpu %s has value %v; dropped", CapLabel(gpuName(labels)), v)})
 				continue
 			case v >= dcgmSentinelFloor:
-				d.Problems = append(d.Problems, Problem{Metric: f.name, Kind: ProblemDCGMSentinel, Signal: f.signal, Reason: fmt.Sprintf("gpu %s reports DCGM sentinel %s (blank or not supported); dropped", capLabel(gpuName(labels)), strconv.FormatFloat(v, 'f', 0, 64))})
+				d.Problems = append(d.Problems, Problem{Metric: f.name, Kind: ProblemDCGMSentinel, Signal: f.signal, Reason: fmt.Sprintf("gpu %s reports DCGM sentinel %s (blank or not supported); dropped", CapLabel(gpuName(labels)), strconv.FormatFloat(v, 'f', 0, 64))})
 				continue
 			}
 			g := byKey[labels]

@@ -99,7 +99,7 @@ func TestAttachGPUsCountsATimeSlicedGPUOnce(t *testing.T) {
 		}
 	}
 	other := GPUSnapshot{Labels: GPULabels{GPU: "1", UUID: "GPU-b"}, Gauges: map[Signal]float64{SignalGPUUtilization: 0.5, SignalGPUPowerWatts: 100}}
-	s := newSnapshot("vllm")
+	s := NewSnapshot("vllm")
 	s.AttachGPUs([]GPUSnapshot{gpu("p1", 0.9, 300), gpu("p2", 0.9, 300), other})
 	want := map[Signal]float64{SignalGPUUtilization: 0.7, SignalGPUPowerWatts: 400}
 	if diff := cmp.Diff(want, s.Gauges, cmpopts.EquateApprox(1e-12, 0)); diff != "" {

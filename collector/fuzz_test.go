@@ -69,7 +69,7 @@ func FuzzDCGM(f *testing.F) {
 				t.Fatalf("GPU %q is not selected by its own UUID", g.Labels.UUID)
 			}
 		}
-		snap := newSnapshot("vllm")
+		snap := NewSnapshot("vllm")
 		snap.AttachGPUs(d.GPUs)
 		observeTwice(t, snap)
 	})

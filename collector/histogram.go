@@ -21,18 +21,30 @@ func histogramFromDTO(h *dto.Histogram) (Histogram, error) {
 	}
 	buckets := make([]Bucket, 0, len(h.GetBucket()))
 	for _, b := range h.GetBucket() {
-		ub := b.GetUpperBound()
-		if math.IsNaN(ub) {
-			return Histogram{}, histErr(ProblemInvalidHisto, "bucket with le=NaN")
-		}
 		c := float64(b.GetCumulativeCount())
 		if b.CumulativeCountFloat != nil {
 			c = b.GetCumulativeCountFloat()
 		}
-		if math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
-			return Histogram{}, histErr(ProblemNonFinite, "bucket le=%q has count %v", formatBound(ub), c)
+		buckets = append(buckets, Bucket{UpperBound: b.GetUpperBound(), Count: c})
+	}
+	return histogramFromBuckets(buckets, h)
+}
+
+// histogramFromBuckets is histogramFromDTO for a series whose buckets are
+// given apart (in line order, counts as read; the stream parser keeps them
+// so rather than as client_model messages) and whose count and sum are in
+// h. buckets is sorted in place and becomes the histogram's.
+func histogramFromBuckets(buckets []Bucket, h *dto.Histogram) (Histogram, error) {
+	if len(buckets) == 0 {
+		return Histogram{}, histErr(ProblemInvalidHisto, "histogram has no buckets")
+	}
+	for _, b := range buckets {
+		if math.IsNaN(b.UpperBound) {
+			return Histogram{}, histErr(ProblemInvalidHisto, "bucket with le=NaN")
 		}
-		buckets = append(buckets, Bucket{UpperBound: ub, Count: c})
+		if c := b.Count; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
+			return Histogram{}, histErr(ProblemNonFinite, "bucket le=%q has count %v", formatBound(b.UpperBound), c)
+		}
 	}
 	slices.SortFunc(buckets, func(a, b Bucket) int {
 		switch {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
-	"github.com/kneewatch/kneewatch/probe"
 )
 
 // Observe turns a replica's window into the knee package's Observation at
@@ -24,6 +23,7 @@ func Observe(w *Window, at time.Time, slo *knee.SLO) knee.Observation {
 	o.Running = value(w.GaugeMean(at, SignalRunning))
 	o.Waiting = value(w.GaugeMean(at, SignalWaiting))
 	o.InFlight = value(w.GaugeMean(at, SignalRunning, SignalWaiting))
+	littleInFlight(&o, w, at)
 	o.KVCacheUsage = value(w.GaugeMean(at, SignalKVUsage))
 	o.GPUUtilization = value(w.GaugeMean(at, SignalGPUUtilization))
 	o.QueueGrowthPerSecond = value(w.GaugeSlope(at, SignalWaiting))
@@ -45,43 +45,75 @@ func Observe(w *Window, at time.Time, slo *knee.SLO) knee.Observation {
 		o.MixRequests = value(w.Increase(finished, at))
 	}
 
-	o.TTFT = quantiles(w, SignalTTFT, at)
+	// Each histogram's bucket rates are computed once for its quantiles
+	// and its attainment (attainment first: quantiles lift the rates to
+	// their envelope in place).
 	tpot := tpotSignal(w)
-	o.TPOT = quantiles(w, tpot, at)
+	var ttftSLO, tpotSLO *float64
 	if slo != nil {
-		o.TTFTAttainment = attainment(w, SignalTTFT, slo.TTFT.Seconds(), at)
-		o.TPOTAttainment = attainment(w, tpot, slo.TPOT.Seconds(), at)
+		t, p := slo.TTFT.Seconds(), slo.TPOT.Seconds()
+		ttftSLO, tpotSLO = &t, &p
 	}
+	o.TTFT, o.TTFTAttainment = histogramView(w, SignalTTFT, at, ttftSLO)
+	o.TPOT, o.TPOTAttainment = histogramView(w, tpot, at, tpotSLO)
 	return o
 }
 
-// excludeProbeTraffic takes the replica's own probes out of the request mix
-// the drift is measured on: the window's finished requests and tokens less
-// what the probes that finished in the window sent and received. The
-// engine counts a probe like any request, so without this an idle replica
-// whose window held one 16-token probe read a mean output of 16 tokens, a
-// drift of 0.92 from a 200-token profile. With no requests but the probes
-// left, the means are unknown (and MixRequests 0: no drift).
-func excludeProbeTraffic(o *knee.Observation, w *Window, at time.Time, t probe.Traffic) {
-	if t.Requests == 0 || !knee.Known(o.MixRequests) {
+// littleMaxLatencyShare is the longest mean request latency, as a share of
+// the window, at which in-flight load is read by Little's law rather than
+// from the queue gauges (see littleInFlight).
+const littleMaxLatencyShare = 0.1
+
+// littleInFlight replaces the gauges' mean in-flight (and running and
+// waiting) requests with Little's law's, when the requests are short
+// against the window: the rate of the end-to-end latency histogram's _sum
+// is the mean number of the window's finished requests that were in flight
+// (and its queue-time histogram's, the mean waiting), counted exactly by
+// the engine rather than sampled at each scrape.
+//
+// Sampled every 5 s, the gauges of a replica holding a few requests of a
+// second or two each are a dozen independent draws a minute: an 8B/H100
+// RAG replica's mean in-flight read 4.7 where it held 3.0, and reading its
+// speed against that inflated load took a third off its headroom. Little's
+// law counts each request once its latency is known, so it lags by about
+// one request's latency: with requests longer than a tenth of the window
+// (long contexts, a queue building), the gauges are kept.
+func littleInFlight(o *knee.Observation, w *Window, at time.Time) {
+	mean, err := w.HistogramMean(SignalE2E, at)
+	if err != nil || !(mean > 0) || mean > littleMaxLatencyShare*w.Width().Seconds() {
 		return
 	}
-	requests, errR := w.Increase(SignalRequestsFinished, at)
-	prompt, errP := w.Increase(SignalPromptTokens, at)
-	output, errO := w.Increase(SignalGenerationTokens, at)
-	if errR != nil {
+	busy, err := w.HistogramSumRate(SignalE2E, at)
+	if err != nil || busy < 0 {
 		return
 	}
-	n := requests - float64(t.Requests)
-	o.MixRequests = max(n, 0)
-	mean := func(total float64, err error, probes float64) float64 {
-		if err != nil || n < 1 {
+	o.InFlight = busy
+	if queued, err := w.HistogramSumRate(SignalQueueTime, at); err == nil && queued >= 0 && queued <= busy {
+		o.Running, o.Waiting = busy-queued, queued
+	}
+}
+
+// histogramView is a histogram signal's windowed p50, p90 and p99, and the
+// share within threshold when one is given (else unknown), from one
+// computation of its bucket rates.
+func histogramView(w *Window, sig Signal, at time.Time, threshold *float64) (knee.LatencyQuantiles, float64) {
+	unknown := knee.LatencyQuantiles{P50: knee.Unknown(), P90: knee.Unknown(), P99: knee.Unknown()}
+	rates, err := w.bucketRates(sig, at)
+	if err != nil {
+		return unknown, knee.Unknown()
+	}
+	share := knee.Unknown()
+	if threshold != nil {
+		share = attainmentOf(sig, *threshold, rates)
+	}
+	q := func(phi float64) float64 {
+		v, err := quantileOfRates(sig, phi, rates)
+		if err != nil || math.IsNaN(v.Value) {
 			return knee.Unknown()
 		}
-		return max(total-probes, 0) / n
+		return v.Value
 	}
-	o.MeanPromptTokens = mean(prompt, errP, t.PromptTokens)
-	o.MeanOutputTokens = mean(output, errO, t.OutputTokens)
+	return knee.LatencyQuantiles{P50: q(0.5), P90: q(0.9), P99: q(0.99)}, share
 }
 
 // tpotSignal picks the per-request TPOT histogram when the engine has one
@@ -99,18 +131,7 @@ func latest(w *Window) Snapshot {
 	return s
 }
 
-func quantiles(w *Window, sig Signal, at time.Time) knee.LatencyQuantiles {
-	q := func(phi float64) float64 {
-		v, err := w.HistogramQuantile(sig, phi, at)
-		if err != nil || math.IsNaN(v.Value) {
-			return knee.Unknown()
-		}
-		return v.Value
-	}
-	return knee.LatencyQuantiles{P50: q(0.5), P90: q(0.9), P99: q(0.99)}
-}
-
-// attainment is the share of the window's requests within threshold as the
+// attainmentOf is the share of the window's requests within threshold as the
 // buckets support it: exact when the threshold is a bucket edge, else the
 // share up to the edge above it (Attainment.Upper), never an interpolation
 // inside the bucket. Interpolating assumes requests spread evenly over the
@@ -118,15 +139,18 @@ func quantiles(w *Window, sig Signal, at time.Time) knee.LatencyQuantiles {
 // every TPOT was 10.5 ms read 0.867 against a 23 ms SLO (bucket (0.01,
 // 0.025]) and paged at 20% of its knee. The bound errs the other way only
 // for requests inside that one bucket, which startup warnings name.
-func attainment(w *Window, sig Signal, threshold float64, at time.Time) float64 {
-	a, err := w.SLOAttainment(sig, threshold, at)
+func attainmentOf(sig Signal, threshold float64, rates []Bucket) float64 {
+	if math.IsNaN(threshold) || math.IsInf(threshold, 0) {
+		return knee.Unknown()
+	}
+	a, err := attainmentOfRates(sig, threshold, rates)
 	if err != nil || math.IsNaN(a.Upper) {
 		return knee.Unknown()
 	}
 	return a.Upper
 }
 
-// sloCounters accumulates, across scrapes, how many requests a replica
+// SLOCounters accumulates, across scrapes, how many requests a replica
 // finished and how many met each SLO (as the buckets support it: up to the
 // bucket edge at or above the threshold, see attainment), so burn-rate rules can take rate()
 // over hours without kneewatch keeping hours of snapshots. Each scrape adds
@@ -136,20 +160,22 @@ func attainment(w *Window, sig Signal, threshold float64, at time.Time) float64 
 // A delta that is not finite (a NaN or +Inf _sum for one scrape) is
 // skipped, not added: once added, the exported sum would stay NaN for good
 // after the upstream recovered.
-type sloCounters struct {
+type SLOCounters struct {
 	prev map[Signal]Histogram
-	// seen is set once a TTFT histogram has been read: before, the counts
+	// Seen is set once a TTFT histogram has been read: before, the counts
 	// are unknown, not zero.
-	seen     bool
-	total    float64 // requests, from the TTFT histogram's count
-	goodTTFT float64
-	goodTPOT float64
+	Seen     bool
+	Total    float64 // requests, from the TTFT histogram's count
+	GoodTTFT float64
+	GoodTPOT float64
 	// Observation counts and sums of the TTFT and TPOT histograms, for the
 	// exported summaries' _count and _sum.
-	sumTTFT, countTPOT, sumTPOT float64
+	SumTTFT, CountTPOT, SumTPOT float64
 }
 
-func (c *sloCounters) add(s Snapshot, slo *knee.SLO) {
+// Add counts the requests of s since the previous Add against slo (a nil
+// slo counts nothing). The zero SLOCounters is ready to use.
+func (c *SLOCounters) Add(s Snapshot, slo *knee.SLO) {
 	if slo == nil {
 		return
 	}
@@ -157,14 +183,14 @@ func (c *sloCounters) add(s Snapshot, slo *knee.SLO) {
 		c.prev = map[Signal]Histogram{}
 	}
 	if _, ok := s.Histogram(SignalTTFT); ok {
-		c.seen = true
+		c.Seen = true
 	}
 	ttft, ttftOK := c.delta(s, SignalTTFT)
 	if ttftOK {
-		c.total += ttft.Count
-		c.sumTTFT = addFinite(c.sumTTFT, ttft.Sum)
+		c.Total += ttft.Count
+		c.SumTTFT = addFinite(c.SumTTFT, ttft.Sum)
 		if _, frac := bucketShareBounds(slo.TTFT.Seconds(), ttft.Buckets); !math.IsNaN(frac) {
-			c.goodTTFT += frac * ttft.Count
+			c.GoodTTFT += frac * ttft.Count
 		}
 	}
 	tpotSig := SignalTPOT
@@ -175,8 +201,8 @@ func (c *sloCounters) add(s Snapshot, slo *knee.SLO) {
 	if !ok {
 		return
 	}
-	c.countTPOT += tpot.Count
-	c.sumTPOT = addFinite(c.sumTPOT, tpot.Sum)
+	c.CountTPOT += tpot.Count
+	c.SumTPOT = addFinite(c.SumTPOT, tpot.Sum)
 	_, frac := bucketShareBounds(slo.TPOT.Seconds(), tpot.Buckets)
 	if math.IsNaN(frac) {
 		return
@@ -190,12 +216,12 @@ func (c *sloCounters) add(s Snapshot, slo *knee.SLO) {
 		}
 		n = ttft.Count
 	}
-	c.goodTPOT += frac * n
+	c.GoodTPOT += frac * n
 }
 
 // delta returns the histogram's increase since the previous call and
 // remembers the current value. The first call only remembers.
-func (c *sloCounters) delta(s Snapshot, sig Signal) (Histogram, bool) {
+func (c *SLOCounters) delta(s Snapshot, sig Signal) (Histogram, bool) {
 	cur, ok := s.Histogram(sig)
 	if !ok {
 		return Histogram{}, false

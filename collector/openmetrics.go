@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -22,28 +23,91 @@ import (
 // named with its _total suffix, an info family with _info; exemplars and
 // _created lines are dropped.
 func ParseOpenMetrics(body []byte) (map[string]*dto.MetricFamily, error) {
+	in, err := parseOpenMetrics(body, nil)
+	return in.families, err
+}
+
+// parseOpenMetrics is ParseOpenMetrics keeping only what want needs (all
+// of it when want is nil). Prometheus's parser still reads and checks
+// every line; the series of other families are skipped before their
+// labels are built, which is where its cost is.
+func parseOpenMetrics(body []byte, want *wantedNames) (familyIndexInput, error) {
 	p := textparse.NewOpenMetricsParser(body, labels.NewSymbolTable(), textparse.WithOMParserSTSeriesSkipped())
 	b := omBuilder{families: map[string]*dto.MetricFamily{}, types: map[string]model.MetricType{}, grouped: map[string]*dto.Metric{}}
+	var seen uint64
 	for {
 		entry, err := p.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("parsing OpenMetrics exposition: %w", err)
+			return familyIndexInput{}, fmt.Errorf("parsing OpenMetrics exposition: %w", err)
 		}
 		switch entry {
 		case textparse.EntryType:
 			name, t := p.Type()
-			b.types[string(name)] = t
+			// _created families are kept too: whether a skipped one is
+			// dropped (see omSkippedCounts) depends on its type.
+			if want == nil || want.omTypeNeeded(name) || bytes.HasSuffix(name, []byte("_created")) {
+				b.types[string(name)] = t
+			}
 		case textparse.EntrySeries:
+			series, ts, v := p.Series()
+			if want != nil {
+				if name, _, ok := splitMetricName(series); ok && !want.relevantOM(name) {
+					counts, sure := b.omSkippedCounts(name)
+					if !sure {
+						// Whether this family is dropped as a _created one
+						// depends on types not kept: read everything.
+						return parseOpenMetrics(body, nil)
+					}
+					if i := want.prefixIndex(name); i >= 0 && counts {
+						seen |= 1 << i
+					}
+					continue
+				}
+			}
 			var ls labels.Labels
 			p.Labels(&ls)
-			_, ts, v := p.Series()
 			b.add(ls, ts, v)
 		}
 	}
-	return b.families, nil
+	in := familyIndexInput{families: b.families}
+	if want != nil {
+		for i, p := range want.prefixes {
+			if seen&(1<<i) != 0 {
+				in.skipped = append(in.skipped, p.prefix)
+			}
+		}
+	}
+	return in, nil
+}
+
+// omSuffixes are the sample suffixes omBuilder.familyOf strips to find a
+// sample's declared family.
+var omSuffixes = []string{"_total", "_bucket", "_count", "_sum", "_gcount", "_gsum", "_info"}
+
+// omSkippedCounts reports whether the family a skipped sample would be
+// filed under counts for detection: it does unless its name ends in
+// _created, which familyIndex drops. A name ending in _created is filed
+// by its own TYPE (kept for such names): a counter's family is name_total,
+// an info's name_info, anything else the name itself. A name with a suffix
+// whose stem ends in _created (x_created_total) depends on TYPEs not
+// kept: sure is false, and the caller reads everything.
+func (b *omBuilder) omSkippedCounts(name []byte) (counts, sure bool) {
+	if bytes.HasSuffix(name, []byte("_created")) {
+		switch b.types[string(name)] {
+		case model.MetricTypeCounter, model.MetricTypeInfo:
+			return true, true
+		}
+		return false, true
+	}
+	for _, s := range omSuffixes {
+		if base, ok := bytes.CutSuffix(name, []byte(s)); ok && bytes.HasSuffix(base, []byte("_created")) {
+			return false, false
+		}
+	}
+	return true, true
 }
 
 // omBuilder groups OpenMetrics samples into classic-format families.
@@ -61,7 +125,7 @@ func (b *omBuilder) familyOf(name string) (string, model.MetricType, string) {
 	if t, ok := b.types[name]; ok {
 		return name, t, ""
 	}
-	for _, suffix := range []string{"_total", "_bucket", "_count", "_sum", "_gcount", "_gsum", "_info"} {
+	for _, suffix := range omSuffixes {
 		if fam, ok := strings.CutSuffix(name, suffix); ok {
 			if t, ok := b.types[fam]; ok {
 				return fam, t, suffix

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,11 +84,13 @@ func (l ScrapeLimits) withDefaults() ScrapeLimits {
 	if l.MaxSeries == 0 {
 		l.MaxSeries = DefaultMaxSeries
 	}
-	return l.withBudget()
+	return l.WithBudget()
 }
 
-// withBudget builds the shared budget unless one of the right size is set.
-func (l ScrapeLimits) withBudget() ScrapeLimits {
+// WithBudget returns l with its memory budget built, unless one of the
+// right size is already set. Every Scraper made from the returned limits
+// shares that one budget (the watcher builds it once for all its targets).
+func (l ScrapeLimits) WithBudget() ScrapeLimits {
 	if l.Budget == nil || l.Budget.size != budgetSize(l.MemoryBudgetBytes) {
 		l.Budget = NewMemoryBudget(l.MemoryBudgetBytes)
 	}
@@ -144,12 +147,12 @@ func NewHTTPClient(cfg config.HTTPClientConfig, name string) (*http.Client, erro
 // Scrape fetches an engine's metrics and normalizes them with opts.
 // Snapshot.Time is when the request started, as in Prometheus.
 func (s *Scraper) Scrape(ctx context.Context, target string, opts Options) (Snapshot, error) {
-	families, at, release, err := s.fetch(ctx, target)
+	in, at, release, err := s.fetch(ctx, target, engineWanted)
 	defer release()
 	if err != nil {
 		return Snapshot{}, err
 	}
-	snap, err := Normalize(families, opts)
+	snap, err := normalizeIndex(in.index(), opts)
 	if err != nil {
 		return Snapshot{}, &ScrapeError{URL: redact(target), Err: err}
 	}
@@ -159,12 +162,12 @@ func (s *Scraper) Scrape(ctx context.Context, target string, opts Options) (Snap
 
 // ScrapeDCGM fetches a dcgm-exporter endpoint and reads its GPUs.
 func (s *Scraper) ScrapeDCGM(ctx context.Context, target string) (DCGMSnapshot, error) {
-	families, at, release, err := s.fetch(ctx, target)
+	in, at, release, err := s.fetch(ctx, target, dcgmWanted)
 	defer release()
 	if err != nil {
 		return DCGMSnapshot{}, err
 	}
-	d, err := NormalizeDCGM(families)
+	d, err := normalizeDCGM(in.families, slices.Contains(in.skipped, dcgmPrefix))
 	if err != nil {
 		return DCGMSnapshot{}, &ScrapeError{URL: redact(target), Err: err}
 	}
@@ -172,22 +175,23 @@ func (s *Scraper) ScrapeDCGM(ctx context.Context, target string) (DCGMSnapshot, 
 	return d, nil
 }
 
-// Fetch GETs target within the limits and parses the exposition. It
+// Fetch GETs target within the limits and parses the whole exposition. It
 // returns the families and the time the request started.
 func (s *Scraper) Fetch(ctx context.Context, target string) (map[string]*dto.MetricFamily, time.Time, error) {
-	families, at, release, err := s.fetch(ctx, target)
+	in, at, release, err := s.fetch(ctx, target, nil)
 	release()
-	return families, at, err
+	return in.families, at, err
 }
 
-// fetch is Fetch keeping the scrape's memory reservation until release is
-// called, after the families have been normalized.
-func (s *Scraper) fetch(ctx context.Context, target string) (map[string]*dto.MetricFamily, time.Time, func(), error) {
+// fetch is Fetch keeping only the families want names (all when nil),
+// and the scrape's memory reservation until release is called, after the
+// families have been normalized.
+func (s *Scraper) fetch(ctx context.Context, target string, want *wantedNames) (familyIndexInput, time.Time, func(), error) {
 	start := s.now()
 	res := s.limits.Budget.reservation()
-	fail := func(err error) (map[string]*dto.MetricFamily, time.Time, func(), error) {
+	fail := func(err error) (familyIndexInput, time.Time, func(), error) {
 		res.release()
-		return nil, start, func() {}, &ScrapeError{URL: redact(target), Err: err}
+		return familyIndexInput{}, start, func() {}, &ScrapeError{URL: redact(target), Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Timeout)
 	defer cancel()
@@ -205,11 +209,16 @@ func (s *Scraper) fetch(ctx context.Context, target string) (map[string]*dto.Met
 	if err := res.grow(int64(n) * seriesCost); err != nil {
 		return fail(fmt.Errorf("parsing %d series: %w", n, err))
 	}
-	families, err := parse(body, format)
+	in, err := parse(body, format, want)
+	if format.FormatType() != expfmt.TypeOpenMetrics {
+		// The text parsers copy what they keep out of the body (Prometheus's
+		// OpenMetrics parser may not), so its buffer serves the next scrape.
+		putBodyBuffer(body)
+	}
 	if err != nil {
 		return fail(err)
 	}
-	return families, start, res.release, nil
+	return in, start, res.release, nil
 }
 
 func (s *Scraper) get(ctx context.Context, target string, res *reservation) ([]byte, expfmt.Format, error) {
@@ -273,7 +282,7 @@ const readChunk = 64 << 10
 // readBody reads r to its end, within max bytes (≤ 0: no limit), with
 // budget reserved for every byte before it is read.
 func readBody(r io.Reader, max int64, res *reservation) ([]byte, error) {
-	var body []byte
+	body := getBodyBuffer()
 	for {
 		allowed := res.held / parseCostFactor
 		if int64(len(body)) >= allowed {
@@ -300,6 +309,37 @@ func readBody(r io.Reader, max int64, res *reservation) ([]byte, error) {
 	}
 }
 
+// bodyBuffers recycles scrape bodies: a replica's body is much the same
+// size every scrape, and growing a fresh one to 100 kB or more by doubling
+// was most of what a scrape allocated. A bounded free list, not a
+// sync.Pool, which every other garbage collection empties.
+var bodyBuffers = make(chan []byte, 16)
+
+// maxPooledBody is the largest buffer kept for reuse, so idle buffers
+// hold at most 16 MiB.
+const maxPooledBody = 1 << 20
+
+func getBodyBuffer() []byte {
+	select {
+	case b := <-bodyBuffers:
+		return b[:0]
+	default:
+		return nil
+	}
+}
+
+// putBodyBuffer returns a body to the free list; nothing may refer to it
+// after.
+func putBodyBuffer(b []byte) {
+	if cap(b) == 0 || cap(b) > maxPooledBody {
+		return
+	}
+	select {
+	case bodyBuffers <- b[:0]:
+	default:
+	}
+}
+
 // responseFormat maps a response's Content-Type to the text format to
 // parse. A missing or unknown type is read as the classic text format, as
 // Prometheus does by default; protobuf, which was not asked for, is an
@@ -314,12 +354,22 @@ func responseFormat(contentType string) (expfmt.Format, error) {
 	return expfmt.NewFormat(expfmt.TypeTextPlain), nil
 }
 
-// parse reads a body in its format.
-func parse(body []byte, format expfmt.Format) (map[string]*dto.MetricFamily, error) {
+// parse reads a body in its format, keeping what want needs (everything
+// when want is nil).
+func parse(body []byte, format expfmt.Format, want *wantedNames) (familyIndexInput, error) {
 	if format.FormatType() == expfmt.TypeOpenMetrics {
-		return ParseOpenMetrics(body)
+		return parseOpenMetrics(body, want)
 	}
-	return ParseText(bytes.NewReader(body))
+	if want != nil {
+		in, err := scanText(body, want)
+		if !errors.Is(err, errScanFallback) {
+			return in, err
+		}
+		// The scanner met what it leaves to expfmt: expfmt reads the
+		// whole body, with its own errors.
+	}
+	families, err := ParseText(bytes.NewReader(body))
+	return familyIndexInput{families: families}, err
 }
 
 // ParseText parses the Prometheus text exposition format. Metric names may

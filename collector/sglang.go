@@ -34,14 +34,19 @@ var sglangAdapter = specAdapter{
 		{signal: SignalE2E, names: []string{"sglang:e2e_request_latency_seconds"}},
 		{signal: SignalQueueTime, names: []string{"sglang:queue_time_seconds"}},
 	},
-	extra: sglangCacheConfig,
+	extra:         sglangCacheConfig,
+	extraFamilies: []string{sglangCacheConfigInfo},
 }
+
+// sglangCacheConfigInfo is the info-style family whose labels carry the KV
+// cache layout.
+const sglangCacheConfigInfo = "sglang:cache_config_info"
 
 // sglangCacheConfig reads num_pages and page_size from the labels of
 // sglang:cache_config_info, which newer releases expose (named in the
 // Gateway API inference extension's protocol doc).
 func sglangCacheConfig(fi familyIndex, sel selector, s *Snapshot) {
-	mf := fi.find(false, "sglang:cache_config_info")
+	mf := fi.find(false, sglangCacheConfigInfo)
 	if mf == nil {
 		return
 	}

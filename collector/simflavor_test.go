@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kneewatch/kneewatch/sim"
+	"github.com/kneewatch/kneewatch/internal/sim"
+	"github.com/kneewatch/kneewatch/workload"
 )
 
 // complete sends one non-streaming completion (the sweep package has the
@@ -89,7 +90,7 @@ func TestSimulatorFlavorsNormalizeToTheExpectedSnapshot(t *testing.T) {
 			defer fleet.Close()
 			r := fleet.Replicas()[0]
 			for range 3 {
-				complete(t, r.OpenAIBaseURL, preset.Model, sim.PromptOfTokens(64), 8)
+				complete(t, r.OpenAIBaseURL, preset.Model, workload.PromptOfTokens(64), 8)
 			}
 			snap, err := NewScraper(nil, ScrapeLimits{}).Scrape(ctx, r.MetricsURL, Options{})
 			if err != nil {

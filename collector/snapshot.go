@@ -4,8 +4,13 @@
 // Data flows one way: a Scraper fetches a target's exposition, an engine
 // adapter (vllm.go, sglang.go, tgi.go, trtllm.go) or the DCGM normalizer
 // (dcgm.go) turns it into a Snapshot, and a Window turns a sequence of
-// snapshots into PromQL-equivalent rates and quantiles. Engine-specific
-// metric names appear only in the adapter files.
+// snapshots into PromQL-equivalent rates and quantiles (Observe reads a
+// window as the knee package's Observation). Engine-specific metric names
+// appear only in the adapter files.
+//
+// What schedules the scrapes, keeps a window per replica, evaluates and
+// exports is package watch: this package has no loop and no goroutines of
+// its own.
 package collector
 
 import (
@@ -203,7 +208,9 @@ type Snapshot struct {
 	Problems   []Problem            `json:"problems,omitempty"`
 }
 
-func newSnapshot(engine string) Snapshot {
+// NewSnapshot is an empty snapshot of engine, its maps ready to fill (for
+// adapters, and for tests and benches that build snapshots by hand).
+func NewSnapshot(engine string) Snapshot {
 	return Snapshot{
 		Engine:     engine,
 		Gauges:     map[Signal]float64{},
@@ -236,7 +243,7 @@ func (s *Snapshot) problem(metric, format string, args ...any) {
 
 // problemOf records a problem of a kind that made sig unknown.
 func (s *Snapshot) problemOf(kind string, sig Signal, metric, format string, args ...any) {
-	s.Problems = append(s.Problems, Problem{Metric: capLabel(metric), Reason: fmt.Sprintf(format, args...), Kind: kind, Signal: sig})
+	s.Problems = append(s.Problems, Problem{Metric: CapLabel(metric), Reason: fmt.Sprintf(format, args...), Kind: kind, Signal: sig})
 }
 
 // set stores v under sig in the map its kind calls for.

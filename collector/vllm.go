@@ -34,14 +34,19 @@ var vllmAdapter = specAdapter{
 		{signal: SignalE2E, names: []string{"vllm:e2e_request_latency_seconds"}},
 		{signal: SignalQueueTime, names: []string{"vllm:request_queue_time_seconds"}},
 	},
-	extra: vllmCacheConfig,
+	extra:         vllmCacheConfig,
+	extraFamilies: []string{vllmCacheConfigInfo},
 }
+
+// vllmCacheConfigInfo is the info-style family whose labels carry the KV
+// cache layout.
+const vllmCacheConfigInfo = "vllm:cache_config_info"
 
 // vllmCacheConfig reads num_gpu_blocks and block_size from the labels of
 // the info-style vllm:cache_config_info (value 1, one series per engine).
 // Each data-parallel engine has its own KV pool, so blocks are summed.
 func vllmCacheConfig(fi familyIndex, sel selector, s *Snapshot) {
-	mf := fi.find(false, "vllm:cache_config_info")
+	mf := fi.find(false, vllmCacheConfigInfo)
 	if mf == nil {
 		return
 	}

@@ -36,6 +36,16 @@ type Window struct {
 	ring     []Snapshot
 	head     int // index of the oldest snapshot
 	n        int
+	// scratch holds buffers an evaluation's many reads reuse, each valid
+	// until the next call that fills it (see selected, counterPoints and
+	// bucketRates): an evaluation reads the window some fifteen times.
+	scratch struct {
+		snaps   []*Snapshot
+		pts     []point
+		backing []point
+		bounds  []float64
+		series  [][]point
+	}
 }
 
 // NewWindow returns a window of the given width holding at most capacity
@@ -97,6 +107,8 @@ func (w *Window) Latest() (Snapshot, bool) {
 func (w *Window) selected(at time.Time) (snaps []*Snapshot, rangeStart, rangeEnd int64) {
 	rangeEnd = at.UnixMilli()
 	rangeStart = rangeEnd - w.width.Milliseconds()
+	snaps = w.scratch.snaps[:0]
+	defer func() { w.scratch.snaps = snaps }()
 	for i := 0; i < w.n; i++ {
 		s := &w.ring[(w.head+i)%w.capacity]
 		if t := s.Time.UnixMilli(); t > rangeStart && t <= rangeEnd {
@@ -117,12 +129,14 @@ func (w *Window) counterPoints(sig Signal, at time.Time) ([]point, int64, int64,
 		return nil, 0, 0, fmt.Errorf("%s is not a counter", sig)
 	}
 	snaps, start, end := w.selected(at)
-	pts := make([]point, 0, len(snaps))
+	// Valid until the next counterPoints: every caller is done with it by then.
+	pts := w.scratch.pts[:0]
 	for _, s := range snaps {
 		if v, ok := s.Counters[sig]; ok {
 			pts = append(pts, point{s.Time.UnixMilli(), v})
 		}
 	}
+	w.scratch.pts = pts
 	if len(pts) == 0 {
 		return nil, 0, 0, fmt.Errorf("%s: %w", sig, ErrMissingSignal)
 	}

@@ -49,11 +49,22 @@ func (w *Window) bucketRates(sig Signal, at time.Time) ([]Bucket, error) {
 		bounds []float64 // every le seen, in first-seen order
 		series [][]point // per bound
 		seen   bool
+		// backing holds every bucket's points: each bucket has at most one
+		// point per snapshot, so each gets a fixed share of it, and one
+		// allocation serves the usual layout (the first snapshot's).
+		backing []point
 	)
 	for _, s := range snaps {
 		h, ok := s.Histograms[sig]
 		if !ok {
 			continue
+		}
+		if !seen {
+			// The window's buffers, kept for its next evaluation.
+			if need := len(h.Buckets) * len(snaps); cap(w.scratch.backing) < need {
+				w.scratch.backing = make([]point, 0, need)
+			}
+			backing, bounds, series = w.scratch.backing[:0], w.scratch.bounds[:0], w.scratch.series[:0]
 		}
 		seen = true
 		t := s.Time.UnixMilli()
@@ -67,13 +78,21 @@ func (w *Window) bucketRates(sig Signal, at time.Time) ([]Bucket, error) {
 			if j < 0 {
 				j = len(bounds)
 				bounds = append(bounds, b.UpperBound)
-				series = append(series, make([]point, 0, len(snaps)))
+				if len(backing)+len(snaps) > cap(backing) {
+					backing = make([]point, 0, len(h.Buckets)*len(snaps))
+				}
+				series = append(series, backing[len(backing):len(backing):len(backing)+len(snaps)])
+				backing = backing[:len(backing)+len(snaps)]
 			}
 			series[j] = append(series[j], point{t, b.Count})
 		}
 	}
 	if !seen {
 		return nil, fmt.Errorf("%s: %w", sig, ErrMissingSignal)
+	}
+	w.scratch.bounds, w.scratch.series = bounds, series
+	if cap(backing) > cap(w.scratch.backing) {
+		w.scratch.backing = backing[:0]
 	}
 	seconds := w.width.Seconds()
 	rates := make([]Bucket, 0, len(bounds))
@@ -109,6 +128,14 @@ func (w *Window) HistogramQuantile(sig Signal, q float64, at time.Time) (Quantil
 	if err != nil {
 		return Quantile{}, err
 	}
+	return quantileOfRates(sig, q, rates)
+}
+
+// quantileOfRates is HistogramQuantile on bucket rates from bucketRates.
+// It lifts the rates to their monotonic envelope in place, as PromQL does;
+// the envelope of an envelope is itself, so the same rates serve several
+// quantiles.
+func quantileOfRates(sig Signal, q float64, rates []Bucket) (Quantile, error) {
 	if !math.IsInf(rates[len(rates)-1].UpperBound, +1) || len(rates) < 2 {
 		return Quantile{}, fmt.Errorf("quantile of %s: %w (no +Inf bucket rate)", sig, ErrTooFewSamples)
 	}
@@ -130,6 +157,12 @@ func (w *Window) SLOAttainment(sig Signal, threshold float64, at time.Time) (Att
 	if err != nil {
 		return Attainment{}, err
 	}
+	return attainmentOfRates(sig, threshold, rates)
+}
+
+// attainmentOfRates is SLOAttainment on bucket rates from bucketRates,
+// which it does not modify.
+func attainmentOfRates(sig Signal, threshold float64, rates []Bucket) (Attainment, error) {
 	if !math.IsInf(rates[len(rates)-1].UpperBound, +1) {
 		return Attainment{}, fmt.Errorf("attainment of %s: %w (no +Inf bucket rate)", sig, ErrTooFewSamples)
 	}
@@ -172,4 +205,38 @@ func (w *Window) HistogramMean(sig Signal, at time.Time) (float64, error) {
 		return 0, fmt.Errorf("mean of %s: %w", sig, ErrNoObservations)
 	}
 	return sum / count, nil
+}
+
+// HistogramSumRate is the rate of a histogram's _sum over the span its
+// samples cover, as SampledRate reads a counter: rate(x_sum[width]) while
+// the samples reach back to the window's start. For a latency histogram
+// recorded as each request finishes it is Little's law's busy time: the
+// mean number of those requests in flight over the window.
+func (w *Window) HistogramSumRate(sig Signal, at time.Time) (float64, error) {
+	if sig.Kind() != KindHistogram {
+		return 0, fmt.Errorf("%s is not a histogram", sig)
+	}
+	snaps, start, end := w.selected(at)
+	var sums []point
+	for _, s := range snaps {
+		if h, ok := s.Histograms[sig]; ok && !math.IsNaN(h.Sum) && !math.IsInf(h.Sum, 0) {
+			sums = append(sums, point{s.Time.UnixMilli(), h.Sum})
+		}
+	}
+	if len(sums) < 2 {
+		return 0, fmt.Errorf("rate of %s's sum: %w (have %d, need 2)", sig, ErrTooFewSamples, len(sums))
+	}
+	first, last := sums[0], sums[len(sums)-1]
+	sampled := float64(last.t-first.t) / 1000
+	if avgStep := sampled / float64(len(sums)-1); float64(first.t-start)/1000 < avgStep*1.1 {
+		d, _ := extrapolatedDelta(sums, start, end, true)
+		return d / w.width.Seconds(), nil
+	}
+	delta := last.v - first.v
+	for i := 1; i < len(sums); i++ {
+		if sums[i].v < sums[i-1].v {
+			delta += sums[i-1].v
+		}
+	}
+	return delta / sampled, nil
 }

@@ -93,7 +93,7 @@ func (b *historyBuilder) reset() {
 }
 
 func (b *historyBuilder) scrape(at time.Time, running, waiting float64, withHist bool) {
-	s := newSnapshot("proof")
+	s := NewSnapshot("proof")
 	s.Time = at
 	s.Gauges[SignalRunning] = running
 	s.Gauges[SignalWaiting] = waiting

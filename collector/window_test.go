@@ -17,7 +17,7 @@ func sec(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Sec
 
 // snap builds a snapshot at t0+s seconds with the given signals.
 func snap(s float64, gauges, counters map[Signal]float64, hists map[Signal]Histogram) Snapshot {
-	out := newSnapshot("test")
+	out := NewSnapshot("test")
 	out.Time = sec(s)
 	for k, v := range gauges {
 		out.Gauges[k] = v

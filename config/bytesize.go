@@ -3,6 +3,8 @@ package config
 import (
 	"github.com/alecthomas/units"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
 )
 
 // ByteSize is a size in bytes written with a base-2 unit, as in Prometheus'
@@ -16,11 +18,11 @@ func (b ByteSize) String() string { return units.Base2Bytes(b).String() }
 // UnmarshalYAML reads a size such as 16MiB.
 func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return lineError(n, "want a size such as 16MiB, got a %s", kindName(n))
+		return strictyaml.ErrorAt(n, "want a size such as 16MiB, got a %s", strictyaml.KindName(n))
 	}
 	v, err := units.ParseBase2Bytes(n.Value)
 	if err != nil {
-		return lineError(n, "%q is not a size (want a number and a unit, e.g. 512KiB, 16MiB, 1GiB)", n.Value)
+		return strictyaml.ErrorAt(n, "%q is not a size (want a number and a unit, e.g. 512KiB, 16MiB, 1GiB)", n.Value)
 	}
 	*b = ByteSize(v)
 	return nil

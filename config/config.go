@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	commonconfig "github.com/prometheus/common/config"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
 )
 
 // Config is the kneewatch config file (kneewatch.yml). See example.yml for
@@ -64,9 +66,12 @@ func Parse(data []byte, path string) (*Config, error) {
 	if name == "" {
 		name = "config"
 	}
+	// An empty file is the defaults, which then fail validation for
+	// having nothing to watch.
+	doc := strictyaml.Doc{Source: name, Data: data, Want: "kneewatch config", EmptyOK: true}
 	c := DefaultConfig()
-	if err := decodeStrict(data, &c); err != nil {
-		return nil, fileError(name, err)
+	if err := doc.Decode(&c); err != nil {
+		return nil, err
 	}
 	dir := "."
 	if path != "" {
@@ -74,12 +79,12 @@ func Parse(data []byte, path string) (*Config, error) {
 	}
 	c.resolvePaths(dir)
 
-	var p problems
+	var p strictyaml.List
 	c.addProfilesDir(&p)
 	invalid := c.Validate()
 	checkProfileFiles(c.Profiles, &p)
-	if err := errors.Join(p.err(), invalid); err != nil {
-		return nil, prefixLines(name, err)
+	if err := errors.Join(p.Err(), invalid); err != nil {
+		return nil, doc.Locate(err)
 	}
 	return &c, nil
 }
@@ -88,19 +93,19 @@ func Parse(data []byte, path string) (*Config, error) {
 // naming its field path (targets[2].engine: …). It does not touch the
 // filesystem.
 func (c *Config) Validate() error {
-	var p problems
+	var p strictyaml.List
 	c.Global.validate(&p)
 	validateProfiles(c.Profiles, &p)
 	if len(c.Targets) == 0 && c.Kubernetes == nil {
-		p.add("targets", "nothing to watch: list targets, or configure kubernetes discovery")
+		p.Add("targets", "nothing to watch: list targets, or configure kubernetes discovery")
 	}
-	validateTargets(c.Targets, c.Profiles, &p)
+	validateTargets(c.Targets, c.Profiles, c.Global.ExternalLabels, &p)
 	if c.Kubernetes != nil {
 		c.Kubernetes.validate(&p)
 	}
 	c.Probes.validate(&p)
 	c.Alerts.validate(&p)
-	return p.err()
+	return p.Err()
 }
 
 // resolvePaths makes every file path in the config relative to dir, as
@@ -124,13 +129,13 @@ func (c *Config) resolvePaths(dir string) {
 }
 
 // addProfilesDir appends one profile per file in global.profiles_dir.
-func (c *Config) addProfilesDir(p *problems) {
+func (c *Config) addProfilesDir(p *strictyaml.List) {
 	if c.Global.ProfilesDir == "" {
 		return
 	}
 	found, err := profilesInDir(c.Global.ProfilesDir)
 	if err != nil {
-		p.add("global.profiles_dir", "%v", err)
+		p.Add("global.profiles_dir", "%v", err)
 		return
 	}
 	listed := map[string]int{}
@@ -139,7 +144,7 @@ func (c *Config) addProfilesDir(p *problems) {
 	}
 	for _, pr := range found {
 		if i, dup := listed[pr.Name]; dup {
-			p.add("global.profiles_dir", "%s would be profile %q, which profiles[%d] already names", pr.File, pr.Name, i)
+			p.Add("global.profiles_dir", "%s would be profile %q, which profiles[%d] already names", pr.File, pr.Name, i)
 			continue
 		}
 		c.Profiles = append(c.Profiles, pr)

@@ -96,8 +96,8 @@ func TestMinimalConfigGetsEveryDefault(t *testing.T) {
 		},
 		Alerts: Alerts{
 			HeadroomLow:       HeadroomLow{Below: 0.2, For: Duration(10 * time.Minute)},
-			HeadroomExhausted: HeadroomExhausted{Below: 0.05, For: Duration(2 * time.Minute), PredictWindow: Duration(15 * time.Minute), PredictGuard: 0.6},
-			PastKnee:          PastKnee{Below: 0, For: Duration(15 * time.Second)},
+			HeadroomExhausted: HeadroomExhausted{Below: 0, Hold: Duration(30 * time.Second), SustainRequests: 100, RecoveredAbove: 0.2, PredictGuard: 0.6, KeepFiringFor: Duration(5 * time.Minute)},
+			PastKnee:          PastKnee{Below: 0, For: Duration(15 * time.Second), KeepFiringFor: Duration(5 * time.Minute)},
 			SLOObjective:      0.99,
 			KVPressure:        KVPressure{Margin: 0.05, PreemptionsPerSecond: 0.1, For: Duration(10 * time.Minute)},
 			ProbesFailing:     ProbesFailing{SuccessWarning: 0.9, For: Duration(10 * time.Minute), AllFailingFor: Duration(5 * time.Minute)},
@@ -132,7 +132,7 @@ func TestSectionsKeepDefaultsForKeysNotGiven(t *testing.T) {
 			return ""
 		}},
 		{"one nested alert key leaves its sibling default", "alerts:\n  headroom_exhausted:\n    below: 0.1\n" + target, func(c *Config) string {
-			if c.Alerts.HeadroomExhausted.Below != 0.1 || c.Alerts.HeadroomExhausted.PredictWindow != Duration(15*time.Minute) {
+			if e := c.Alerts.HeadroomExhausted; e.Below != 0.1 || e.Hold != Duration(30*time.Second) || e.SustainRequests != 100 {
 				return "headroom_exhausted lost defaults"
 			}
 			return ""

@@ -5,7 +5,8 @@
 //
 // The file is decoded strictly: defaults are set first, then the YAML is
 // decoded over them with unknown keys rejected, then every field is
-// validated. Every error names the file and line, or the field path
-// (targets[2].engine), so `kneewatch serve --config.check` can say exactly
-// what to fix. Secrets are never printed: Config.String masks them.
+// validated. Every error names the file, the line and the field path
+// ("kneewatch.yml: line 9: targets[2].engine: …", strictyaml's one format for
+// every YAML file kneewatch reads), so `kneewatch serve --config.check` can
+// say exactly what to fix. Secrets are never printed: Config.String masks them.
 package config

@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
 )
 
 // Duration is a time.Duration written the Prometheus way in YAML and in
@@ -31,11 +33,11 @@ func parseDuration(s string) (Duration, error) {
 // they read like the decoder's own.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return lineError(n, "want a duration such as 30s, got a %s", kindName(n))
+		return strictyaml.ErrorAt(n, "want a duration such as 30s, got a %s", strictyaml.KindName(n))
 	}
 	v, err := parseDuration(n.Value)
 	if err != nil {
-		return lineError(n, "%v", err)
+		return strictyaml.ErrorAt(n, "%v", err)
 	}
 	*d = v
 	return nil

@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
+)
 
 // Global holds settings that apply to every target.
 type Global struct {
@@ -31,6 +35,16 @@ type Global struct {
 	// extension (llama-8b-h100.yaml is profile "llama-8b-h100"). Relative
 	// to the config file's directory.
 	ProfilesDir string `yaml:"profiles_dir,omitempty"`
+	// ExternalLabels are put on every series kneewatch exports, e.g.
+	// cluster: eu-1, so the rules and dashboards can tell clusters apart
+	// in a Prometheus or Thanos that sees several. Unlike Prometheus's own
+	// external_labels, which only label data leaving that Prometheus
+	// (remote write, federation, alerts), these are on the series as
+	// scraped: the generated rules group by cluster inside one Prometheus,
+	// where Prometheus's external labels are not visible. If Prometheus
+	// sets the same external label, the series' own value is kept.
+	// Changing them takes a restart.
+	ExternalLabels map[string]string `yaml:"external_labels,omitempty"`
 }
 
 // SLO is a latency contract: the Quantile of time to first token must stay at
@@ -68,33 +82,39 @@ func DefaultSLO() SLO {
 	}
 }
 
-func (g Global) validate(p *problems) {
+func (g Global) validate(p *strictyaml.List) {
 	if g.ScrapeTimeout <= 0 {
-		p.add("global.scrape_timeout", "must be above 0, got %s", g.ScrapeTimeout)
+		p.Add("global.scrape_timeout", "must be above 0, got %s", g.ScrapeTimeout)
 	}
 	if g.BodySizeLimit < 0 {
-		p.add("global.body_size_limit", "must not be negative (0 means no limit), got %s", g.BodySizeLimit)
+		p.Add("global.body_size_limit", "must not be negative (0 means no limit), got %s", g.BodySizeLimit)
 	}
 	if g.ScrapeMemoryLimit < 0 {
-		p.add("global.scrape_memory_limit", "must not be negative (0 means no limit), got %s", g.ScrapeMemoryLimit)
+		p.Add("global.scrape_memory_limit", "must not be negative (0 means no limit), got %s", g.ScrapeMemoryLimit)
 	}
 	if g.SeriesLimit < 0 {
-		p.add("global.series_limit", "must not be negative (0 means no limit), got %d", g.SeriesLimit)
+		p.Add("global.series_limit", "must not be negative (0 means no limit), got %d", g.SeriesLimit)
 	}
 	g.SLO.validate(p, "global.slo")
+	validateLabelNames(g.ExternalLabels, reservedLabels(), "is set by kneewatch itself", "global.external_labels", p)
+	for _, name := range sortedKeys(g.ExternalLabels) {
+		if g.ExternalLabels[name] == "" {
+			p.Add("global.external_labels", "%q has an empty value, which Prometheus treats as no label", name)
+		}
+	}
 	if g.TargetHeadroom < 0 || g.TargetHeadroom >= 1 {
-		p.add("global.target_headroom", "%v is outside [0, 1): it is the headroom each replica should keep when sizing the fleet", g.TargetHeadroom)
+		p.Add("global.target_headroom", "%v is outside [0, 1): it is the headroom each replica should keep when sizing the fleet", g.TargetHeadroom)
 	}
 }
 
-func (s SLO) validate(p *problems, path string) {
+func (s SLO) validate(p *strictyaml.List, path string) {
 	if s.TTFT <= 0 {
-		p.add(path+".ttft", "must be above 0, got %s", s.TTFT)
+		p.Add(path+".ttft", "must be above 0, got %s", s.TTFT)
 	}
 	if s.TPOT <= 0 {
-		p.add(path+".tpot", "must be above 0, got %s", s.TPOT)
+		p.Add(path+".tpot", "must be above 0, got %s", s.TPOT)
 	}
 	if !(s.Quantile > 0 && s.Quantile < 1) {
-		p.add(path+".quantile", "%v is outside (0, 1) (0.99 means p99)", s.Quantile)
+		p.Add(path+".quantile", "%v is outside (0, 1) (0.99 means p99)", s.Quantile)
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	commonconfig "github.com/prometheus/common/config"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
 )
 
 // HTTPClient is prometheus/common's HTTP client configuration, written as in
@@ -52,5 +54,5 @@ func (h *HTTPClient) UnmarshalYAML(unmarshal func(any) error) error {
 		}
 		return te
 	}
-	return lineError(&yaml.Node{Line: line}, "http_client: %v", err)
+	return strictyaml.ErrorAt(&yaml.Node{Line: line}, "%v", err)
 }

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
 )
 
 // Kubernetes configures discovery of serving pods. When the section is
@@ -33,8 +35,11 @@ type Kubernetes struct {
 	// OpenAIPath is appended to scheme://pod-ip:metrics_port to form the
 	// probes' OpenAI base URL. Default /v1.
 	OpenAIPath string `yaml:"openai_path"`
-	// ModelLabel is a pod label holding the model name. Empty (the default):
-	// the model comes from the engine's own metrics.
+	// ModelLabel is a pod label holding the model name. Label values cannot
+	// hold "/", so "--" in the value stands for "/"
+	// (meta-llama--Llama-3.1-8B-Instruct is meta-llama/Llama-3.1-8B-Instruct,
+	// as in Hugging Face's cache directory names). Empty (the default): the
+	// model comes from the model annotation, else the engine's own metrics.
 	ModelLabel string `yaml:"model_label,omitempty"`
 	// ProfileLabel is a pod label naming the pod's knee profile. Default
 	// kneewatch.dev/profile. Without it (and without the profile
@@ -62,6 +67,9 @@ type KubernetesAnnotations struct {
 	OpenAIURL string `yaml:"openai_url"`
 	// Profile names the knee profile. Default kneewatch.dev/profile.
 	Profile string `yaml:"profile"`
+	// Model holds the served model's name as is ("/" allowed); it wins
+	// over model_label. Default kneewatch.dev/model.
+	Model string `yaml:"model"`
 }
 
 // KubernetesDCGM finds dcgm-exporter pods (usually a DaemonSet of the GPU operator).
@@ -91,6 +99,7 @@ func DefaultKubernetes() Kubernetes {
 			MetricsPath: "kneewatch.dev/metrics-path",
 			OpenAIURL:   "kneewatch.dev/openai-url",
 			Profile:     "kneewatch.dev/profile",
+			Model:       "kneewatch.dev/model",
 		},
 		HTTPClient: DefaultHTTPClient(),
 	}
@@ -122,20 +131,20 @@ func (d *KubernetesDCGM) UnmarshalYAML(unmarshal func(any) error) error {
 	return unmarshal((*KubernetesDCGM)(d))
 }
 
-func (k Kubernetes) validate(p *problems) {
+func (k Kubernetes) validate(p *strictyaml.List) {
 	const path = "kubernetes"
 	for i, ns := range k.Namespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			p.add(fmt.Sprintf("%s.namespaces[%d]", path, i), "%q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+			p.Add(fmt.Sprintf("%s.namespaces[%d]", path, i), "%q is not a namespace name: %s", ns, strings.Join(errs, "; "))
 		}
 	}
 	if strings.TrimSpace(k.LabelSelector) == "" {
-		p.add(path+".label_selector", "missing: without a selector every pod would be taken for a serving replica (e.g. app.kubernetes.io/component=llm-server)")
+		p.Add(path+".label_selector", "missing: without a selector every pod would be taken for a serving replica (e.g. app.kubernetes.io/component=llm-server)")
 	} else {
 		validateSelector(k.LabelSelector, path+".label_selector", p)
 	}
 	if k.Scheme != "http" && k.Scheme != "https" {
-		p.add(path+".scheme", "%q is not supported (want http or https)", k.Scheme)
+		p.Add(path+".scheme", "%q is not supported (want http or https)", k.Scheme)
 	}
 	validatePort(k.MetricsPort, path+".metrics_port", p)
 	validateURLPath(k.MetricsPath, path+".metrics_path", p)
@@ -148,17 +157,18 @@ func (k Kubernetes) validate(p *problems) {
 		{"annotations.metrics_path", k.Annotations.MetricsPath},
 		{"annotations.openai_url", k.Annotations.OpenAIURL},
 		{"annotations.profile", k.Annotations.Profile},
+		{"annotations.model", k.Annotations.Model},
 	} {
 		if key.value == "" {
 			continue // that source of per-pod information is turned off
 		}
 		if errs := validation.IsQualifiedName(key.value); len(errs) > 0 {
-			p.add(path+"."+key.name, "%q is not a Kubernetes label or annotation key: %s", key.value, strings.Join(errs, "; "))
+			p.Add(path+"."+key.name, "%q is not a Kubernetes label or annotation key: %s", key.value, strings.Join(errs, "; "))
 		}
 	}
 	if d := k.DCGM; d != nil {
 		if errs := validation.IsDNS1123Label(d.Namespace); len(errs) > 0 {
-			p.add(path+".dcgm.namespace", "%q is not a namespace name: %s", d.Namespace, strings.Join(errs, "; "))
+			p.Add(path+".dcgm.namespace", "%q is not a namespace name: %s", d.Namespace, strings.Join(errs, "; "))
 		}
 		validateSelector(d.LabelSelector, path+".dcgm.label_selector", p)
 		validatePort(d.Port, path+".dcgm.port", p)
@@ -168,20 +178,20 @@ func (k Kubernetes) validate(p *problems) {
 }
 
 // validateSelector parses s with Kubernetes' own label selector parser.
-func validateSelector(s, path string, p *problems) {
+func validateSelector(s, path string, p *strictyaml.List) {
 	if _, err := labels.Parse(s); err != nil {
-		p.add(path, "%q is not a label selector: %v", s, err)
+		p.Add(path, "%q is not a label selector: %v", s, err)
 	}
 }
 
-func validatePort(port int, path string, p *problems) {
+func validatePort(port int, path string, p *strictyaml.List) {
 	if port < 1 || port > 65535 {
-		p.add(path, "%d is not a port (want 1-65535)", port)
+		p.Add(path, "%d is not a port (want 1-65535)", port)
 	}
 }
 
-func validateURLPath(s, path string, p *problems) {
+func validateURLPath(s, path string, p *strictyaml.List) {
 	if !strings.HasPrefix(s, "/") {
-		p.add(path, "%q must start with /", s)
+		p.Add(path, "%q must start with /", s)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	commonconfig "github.com/prometheus/common/config"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
 )
 
 // ProbeAPI is the OpenAI-compatible endpoint a probe calls.
@@ -74,34 +76,34 @@ func DefaultProbes() Probes {
 // envVarName is what a POSIX shell accepts as a variable name.
 var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-func (pr Probes) validate(p *problems) {
+func (pr Probes) validate(p *strictyaml.List) {
 	const path = "probes"
 	if pr.Interval <= 0 {
-		p.add(path+".interval", "must be above 0, got %s", pr.Interval)
+		p.Add(path+".interval", "must be above 0, got %s", pr.Interval)
 	}
 	switch {
 	case pr.Timeout <= 0:
-		p.add(path+".timeout", "must be above 0, got %s", pr.Timeout)
+		p.Add(path+".timeout", "must be above 0, got %s", pr.Timeout)
 	case pr.Interval > 0 && pr.Timeout >= pr.Interval:
-		p.add(path+".timeout", "%s must be shorter than probes.interval (%s), so at most one probe is in flight per replica", pr.Timeout, pr.Interval)
+		p.Add(path+".timeout", "%s must be shorter than probes.interval (%s), so at most one probe is in flight per replica", pr.Timeout, pr.Interval)
 	}
 	if pr.PromptTokens < 1 {
-		p.add(path+".prompt_tokens", "must be at least 1, got %d", pr.PromptTokens)
+		p.Add(path+".prompt_tokens", "must be at least 1, got %d", pr.PromptTokens)
 	}
 	if pr.MaxTokens < 2 {
-		p.add(path+".max_tokens", "must be at least 2 (TPOT is measured between output tokens), got %d", pr.MaxTokens)
+		p.Add(path+".max_tokens", "must be at least 2 (TPOT is measured between output tokens), got %d", pr.MaxTokens)
 	}
 	if pr.API != ProbeAPICompletions && pr.API != ProbeAPIChat {
-		p.add(path+".api", "unknown API %q (want completions or chat)", pr.API)
+		p.Add(path+".api", "unknown API %q (want completions or chat)", pr.API)
 	}
 	if pr.APIKeyFile != "" && pr.APIKeyEnv != "" {
-		p.add(path, "set api_key_file or api_key_env, not both")
+		p.Add(path, "set api_key_file or api_key_env, not both")
 	}
 	if pr.APIKeyEnv != "" && !envVarName.MatchString(pr.APIKeyEnv) {
-		p.add(path+".api_key_env", "%q is not an environment variable name (give the variable's name, not the key)", pr.APIKeyEnv)
+		p.Add(path+".api_key_env", "%q is not an environment variable name (give the variable's name, not the key)", pr.APIKeyEnv)
 	}
 	if !(pr.LoadRatioCap > 0 && pr.LoadRatioCap < 1) {
-		p.add(path+".load_ratio_cap", "%v is outside (0, 1) (0.001 caps probe tokens at 0.1%% of knee throughput)", pr.LoadRatioCap)
+		p.Add(path+".load_ratio_cap", "%v is outside (0, 1) (0.001 caps probe tokens at 0.1%% of knee throughput)", pr.LoadRatioCap)
 	}
 }
 

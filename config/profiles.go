@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
 )
 
 // Profile names a knee profile file (written by `kneewatch sweep` or
@@ -18,24 +20,24 @@ type Profile struct {
 	File string `yaml:"file"`
 }
 
-func validateProfiles(profiles []Profile, p *problems) {
+func validateProfiles(profiles []Profile, p *strictyaml.List) {
 	seen := map[string]int{}
 	for i, pr := range profiles {
 		path := fmt.Sprintf("profiles[%d]", i)
 		switch {
 		case pr.Name == "":
-			p.add(path+".name", "missing (targets refer to the profile by this name)")
+			p.Add(path+".name", "missing (targets refer to the profile by this name)")
 		case strings.TrimSpace(pr.Name) != pr.Name:
-			p.add(path+".name", "%q has leading or trailing spaces", pr.Name)
+			p.Add(path+".name", "%q has leading or trailing spaces", pr.Name)
 		default:
 			if j, dup := seen[pr.Name]; dup {
-				p.add(path+".name", "%q is already used by profiles[%d]", pr.Name, j)
+				p.Add(path+".name", "%q is already used by profiles[%d]", pr.Name, j)
 			} else {
 				seen[pr.Name] = i
 			}
 		}
 		if pr.File == "" {
-			p.add(path+".file", "missing (the knee profile's YAML file)")
+			p.Add(path+".file", "missing (the knee profile's YAML file)")
 		}
 	}
 }
@@ -69,7 +71,7 @@ func profilesInDir(dir string) ([]Profile, error) {
 }
 
 // checkProfileFiles reports profile files that cannot be opened as files.
-func checkProfileFiles(profiles []Profile, p *problems) {
+func checkProfileFiles(profiles []Profile, p *strictyaml.List) {
 	for i, pr := range profiles {
 		if pr.File == "" {
 			continue // reported by validateProfiles
@@ -77,9 +79,9 @@ func checkProfileFiles(profiles []Profile, p *problems) {
 		info, err := os.Stat(pr.File)
 		switch {
 		case err != nil:
-			p.add(fmt.Sprintf("profiles[%d].file", i), "%v", err)
+			p.Add(fmt.Sprintf("profiles[%d].file", i), "%v", err)
 		case info.IsDir():
-			p.add(fmt.Sprintf("profiles[%d].file", i), "%s is a directory, want a knee profile file", pr.File)
+			p.Add(fmt.Sprintf("profiles[%d].file", i), "%s is a directory, want a knee profile file", pr.File)
 		}
 	}
 }

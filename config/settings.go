@@ -3,7 +3,6 @@ package config
 import (
 	"context"
 	"encoding"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,9 +14,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/sethvargo/go-envconfig"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
 )
 
 // EnvPrefix starts every environment variable kneewatch reads.
@@ -28,73 +28,85 @@ const EnvPrefix = "KNEEWATCH_"
 const DefaultListenAddress = ":9847"
 
 // Settings are the process settings. Each comes, strongest first, from a
-// command-line flag the user set, a KNEEWATCH_* environment variable, or its
-// default (the env tag's default=).
+// command-line flag the user set, a KNEEWATCH_* environment variable named
+// after the flag (see EnvName), or its default (settingsTable).
 type Settings struct {
 	// ListenAddress is where /metrics is served. --web.listen-address,
-	// KNEEWATCH_LISTEN_ADDRESS. Default :9847.
-	ListenAddress string `env:"LISTEN_ADDRESS, default=:9847"`
+	// KNEEWATCH_WEB_LISTEN_ADDRESS. Default :9847.
+	ListenAddress string
 	// LogLevel is debug, info, warn or error. --log.level,
 	// KNEEWATCH_LOG_LEVEL. Default info.
-	LogLevel string `env:"LOG_LEVEL, default=info"`
+	LogLevel string
 	// LogFormat is logfmt or json. --log.format, KNEEWATCH_LOG_FORMAT.
 	// Default logfmt.
-	LogFormat string `env:"LOG_FORMAT, default=logfmt"`
+	LogFormat string
 	// EvaluationInterval is how often every target is scraped and
 	// evaluated. --evaluation.interval, KNEEWATCH_EVALUATION_INTERVAL.
 	// Default 5s.
-	EvaluationInterval Duration `env:"EVALUATION_INTERVAL, default=5s"`
+	EvaluationInterval Duration
 	// Window is the span rates and quantiles are computed over; at least two
-	// evaluation intervals. --evaluation.window, KNEEWATCH_WINDOW. Default 1m.
-	Window Duration `env:"WINDOW, default=1m"`
-	// ConfigFile is the config file. --config.file, KNEEWATCH_CONFIG.
+	// evaluation intervals. --evaluation.window, KNEEWATCH_EVALUATION_WINDOW.
+	// Default 1m.
+	Window Duration
+	// ConfigFile is the config file. --config.file, KNEEWATCH_CONFIG_FILE.
 	// Default kneewatch.yml.
-	ConfigFile string `env:"CONFIG, default=kneewatch.yml"`
+	ConfigFile string
 	// WebConfigFile is an exporter-toolkit web config (TLS, basic auth) for
 	// the listener; empty serves plain HTTP. --web.config.file,
 	// KNEEWATCH_WEB_CONFIG_FILE.
-	WebConfigFile string `env:"WEB_CONFIG_FILE"`
+	WebConfigFile string
 	// Shard is this instance's shard, 0 to TotalShards-1: it watches only
 	// the replicas whose identity hashes to it, as kube-state-metrics
 	// shards objects. --shard, KNEEWATCH_SHARD. Default 0.
-	Shard Count `env:"SHARD, default=0"`
+	Shard Count
 	// TotalShards is how many instances split the replicas between them;
 	// every instance must be given the same number. --total-shards,
 	// KNEEWATCH_TOTAL_SHARDS. Default 1 (no sharding).
-	TotalShards Count `env:"TOTAL_SHARDS, default=1"`
+	TotalShards Count
 
 	// origin says where each setting came from, by flag name, for errors.
 	origin map[string]string
+	// deprecations are warnings about deprecated environment variables used.
+	deprecations []string
 }
 
-// setting ties a Settings field to its flag and environment variable.
+// setting ties a Settings field to its flag; the environment variable is
+// derived from the flag name, so this one list drives both.
 type setting struct {
 	flag  string // flag name without dashes
 	field string // Settings field name
+	def   string // default, as a flag would be given it
 	usage string
+	// deprecatedEnv is the variable's name before env names followed the
+	// flags (kneewatch ≤ 0.1); still read, with a warning, when the
+	// flag-named one is unset.
+	deprecatedEnv string
 }
 
 // settingsTable lists every setting, in the order flags are registered.
 func settingsTable() []setting {
 	return []setting{
-		{"web.listen-address", "ListenAddress", "address to serve /metrics on"},
-		{"web.config.file", "WebConfigFile", "exporter-toolkit web config file enabling TLS or basic auth"},
-		{"config.file", "ConfigFile", "kneewatch config file"},
-		{"log.level", "LogLevel", "log level: debug, info, warn or error"},
-		{"log.format", "LogFormat", "log format: logfmt or json"},
-		{"evaluation.interval", "EvaluationInterval", "how often targets are scraped and evaluated"},
-		{"evaluation.window", "Window", "span of rates and quantiles (at least two evaluation intervals)"},
-		{"shard", "Shard", "this instance's shard, 0 to total-shards minus 1: it watches only the replicas hashed to it"},
-		{"total-shards", "TotalShards", "how many kneewatch instances split the replicas (the same on every instance)"},
+		{"web.listen-address", "ListenAddress", DefaultListenAddress, "address to serve /metrics on", "KNEEWATCH_LISTEN_ADDRESS"},
+		{"web.config.file", "WebConfigFile", "", "exporter-toolkit web config file enabling TLS or basic auth", ""},
+		{"config.file", "ConfigFile", "kneewatch.yml", "kneewatch config file", "KNEEWATCH_CONFIG"},
+		{"log.level", "LogLevel", "info", "log level: debug, info, warn or error", ""},
+		{"log.format", "LogFormat", "logfmt", "log format: logfmt or json", ""},
+		{"evaluation.interval", "EvaluationInterval", "5s", "how often targets are scraped and evaluated", ""},
+		{"evaluation.window", "Window", "1m", "span of rates and quantiles (at least two evaluation intervals)", "KNEEWATCH_WINDOW"},
+		{"shard", "Shard", "0", "this instance's shard, 0 to total-shards minus 1: it watches only the replicas hashed to it", ""},
+		{"total-shards", "TotalShards", "1", "how many kneewatch instances split the replicas (the same on every instance)", ""},
 	}
 }
 
-// envName returns the environment variable of a Settings field.
-func (s setting) envName() string {
-	f, _ := reflect.TypeFor[Settings]().FieldByName(s.field)
-	key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
-	return EnvPrefix + key
+// EnvName is the environment variable of a flag: KNEEWATCH_ and the flag
+// name upper-cased with dots and dashes as underscores, as Prometheus-style
+// exporters name theirs (--evaluation.window → KNEEWATCH_EVALUATION_WINDOW).
+func EnvName(flagName string) string {
+	return EnvPrefix + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(flagName))
 }
+
+// envName returns the environment variable of a setting.
+func (s setting) envName() string { return EnvName(s.flag) }
 
 // DefaultSettings returns the settings with no flag and no environment.
 func DefaultSettings() Settings {
@@ -111,9 +123,8 @@ func DefaultSettings() Settings {
 // LoadSettings only when the user set them (see SetFlags), so environment
 // variables keep working under flag defaults.
 func RegisterFlags(fs *flag.FlagSet) {
-	d := DefaultSettings()
 	for _, s := range settingsTable() {
-		fs.String(s.flag, d.get(s.field), fmt.Sprintf("%s (env %s)", s.usage, s.envName()))
+		fs.String(s.flag, s.def, fmt.Sprintf("%s (env %s)", s.usage, s.envName()))
 	}
 }
 
@@ -145,8 +156,8 @@ func LoadSettings(ctx context.Context, flags map[string]string) (Settings, error
 }
 
 // LoadSettingsFrom is LoadSettings with the environment read through env,
-// which is asked for full names such as KNEEWATCH_WINDOW; tests and the demo
-// pass envconfig.MapLookuper.
+// which is asked for full names such as KNEEWATCH_EVALUATION_WINDOW; tests
+// and the demo pass envconfig.MapLookuper.
 func LoadSettingsFrom(ctx context.Context, env envconfig.Lookuper, flags map[string]string) (Settings, error) {
 	s, err := loadSettings(ctx, env, flags)
 	if err != nil {
@@ -158,19 +169,33 @@ func LoadSettingsFrom(ctx context.Context, env envconfig.Lookuper, flags map[str
 	return s, nil
 }
 
-func loadSettings(ctx context.Context, env envconfig.Lookuper, flags map[string]string) (Settings, error) {
-	var s Settings
-	prefixed := envconfig.PrefixLookuper(EnvPrefix, env)
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &s, Lookuper: prefixed}); err != nil {
-		return Settings{}, envError(err)
-	}
-	s.origin = map[string]string{}
+func loadSettings(_ context.Context, env envconfig.Lookuper, flags map[string]string) (Settings, error) {
+	s := Settings{origin: map[string]string{}}
 	byFlag := map[string]setting{}
 	for _, st := range settingsTable() {
 		byFlag[st.flag] = st
-		if _, ok := prefixed.Lookup(strings.TrimPrefix(st.envName(), EnvPrefix)); ok {
-			s.origin[st.flag] = st.envName()
+		if err := s.set(st.field, st.def); err != nil {
+			return Settings{}, fmt.Errorf("default of --%s: %w", st.flag, err)
 		}
+		name := st.envName()
+		value, ok := env.Lookup(name)
+		if old := st.deprecatedEnv; old != "" {
+			if oldValue, oldOK := env.Lookup(old); oldOK {
+				if ok {
+					s.deprecations = append(s.deprecations, fmt.Sprintf("%s is deprecated and ignored: %s is set", old, name))
+				} else {
+					s.deprecations = append(s.deprecations, fmt.Sprintf("%s is deprecated: rename it %s", old, name))
+					name, value, ok = old, oldValue, true
+				}
+			}
+		}
+		if !ok {
+			continue
+		}
+		if err := s.set(st.field, value); err != nil {
+			return Settings{}, fmt.Errorf("%s: %w", name, err)
+		}
+		s.origin[st.flag] = name
 	}
 	// Sorted, so that of several bad flags the same one is reported each run.
 	for _, name := range slices.Sorted(maps.Keys(flags)) {
@@ -187,17 +212,9 @@ func loadSettings(ctx context.Context, env envconfig.Lookuper, flags map[string]
 	return s, nil
 }
 
-// envError names the environment variable in an envconfig error, which
-// names only the Go field ("EvaluationInterval: …").
-func envError(err error) error {
-	inner := errors.Unwrap(err)
-	for _, st := range settingsTable() {
-		if inner != nil && strings.HasPrefix(err.Error(), st.field+": ") {
-			return fmt.Errorf("%s: %w", st.envName(), inner)
-		}
-	}
-	return fmt.Errorf("environment: %w", err)
-}
+// Deprecations are warnings about deprecated environment variables the
+// settings were read from, for the caller to log once it has a logger.
+func (s Settings) Deprecations() []string { return slices.Clone(s.deprecations) }
 
 // get returns a setting's value as a flag would show it.
 func (s Settings) get(field string) string {
@@ -237,49 +254,41 @@ func (s Settings) source(flagName string) string {
 // Validate checks every setting; each error names the flag or environment
 // variable the bad value came from.
 func (s Settings) Validate() error {
-	var p problems
+	var p strictyaml.List
 	if _, port, err := net.SplitHostPort(s.ListenAddress); err != nil {
-		p.add(s.source("web.listen-address"), "%q is not a listen address (want host:port or :port): %v", s.ListenAddress, err)
+		p.Add(s.source("web.listen-address"), "%q is not a listen address (want host:port or :port): %v", s.ListenAddress, err)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		p.add(s.source("web.listen-address"), "%q has no valid port (want host:port or :port, e.g. %s)", s.ListenAddress, DefaultListenAddress)
+		p.Add(s.source("web.listen-address"), "%q has no valid port (want host:port or :port, e.g. %s)", s.ListenAddress, DefaultListenAddress)
 	}
-	if err := promslog.NewLevel().Set(s.LogLevel); err != nil {
-		p.add(s.source("log.level"), "unknown log level %q (want debug, info, warn or error)", s.LogLevel)
-	}
-	if err := promslog.NewFormat().Set(s.LogFormat); err != nil {
-		p.add(s.source("log.format"), "unknown log format %q (want logfmt or json)", s.LogFormat)
-	}
+	s.Logging().validate(&p, s.source)
 	if s.EvaluationInterval <= 0 {
-		p.add(s.source("evaluation.interval"), "must be above 0, got %s", s.EvaluationInterval)
+		p.Add(s.source("evaluation.interval"), "must be above 0, got %s", s.EvaluationInterval)
 	}
 	if s.EvaluationInterval > 0 && s.Window < 2*s.EvaluationInterval {
-		p.add(s.source("evaluation.window"), "%s is shorter than two evaluation intervals (%s): a rate needs two samples in the window", s.Window, 2*s.EvaluationInterval)
+		p.Add(s.source("evaluation.window"), "%s is shorter than two evaluation intervals (%s): a rate needs two samples in the window", s.Window, 2*s.EvaluationInterval)
 	}
 	if s.TotalShards < 1 {
-		p.add(s.source("total-shards"), "must be at least 1, got %d", s.TotalShards)
+		p.Add(s.source("total-shards"), "must be at least 1, got %d", s.TotalShards)
 	} else if s.Shard < 0 || s.Shard >= s.TotalShards {
-		p.add(s.source("shard"), "%d is not a shard of %d (want 0 to %d, from %s)", s.Shard, s.TotalShards, s.TotalShards-1, s.source("total-shards"))
+		p.Add(s.source("shard"), "%d is not a shard of %d (want 0 to %d, from %s)", s.Shard, s.TotalShards, s.TotalShards-1, s.source("total-shards"))
 	}
 	if s.ConfigFile == "" {
-		p.add(s.source("config.file"), "empty: name the kneewatch config file")
+		p.Add(s.source("config.file"), "empty: name the kneewatch config file")
 	}
 	if s.WebConfigFile != "" {
 		if err := web.Validate(s.WebConfigFile); err != nil {
-			p.add(s.source("web.config.file"), "%v", err)
+			p.Add(s.source("web.config.file"), "%v", err)
 		}
 	}
-	return p.err()
+	return p.Err()
 }
 
-// Logger returns the slog logger the settings ask for, writing to w.
-// Call it on validated settings; an unknown level falls back to info.
-func (s Settings) Logger(w io.Writer) *slog.Logger {
-	level := promslog.NewLevel()
-	_ = level.Set(s.LogLevel)
-	format := promslog.NewFormat()
-	_ = format.Set(s.LogFormat)
-	return promslog.New(&promslog.Config{Level: level, Format: format, Writer: w})
-}
+// Logging is the settings' log level and format.
+func (s Settings) Logging() Logging { return Logging{Level: s.LogLevel, Format: s.LogFormat} }
+
+// Logger returns the slog logger the settings ask for, writing to w (see
+// Logging.Logger). Call it on validated settings.
+func (s Settings) Logger(w io.Writer) *slog.Logger { return s.Logging().Logger(w) }
 
 // WebFlagConfig returns exporter-toolkit's listener settings for
 // web.ListenAndServe.
@@ -294,9 +303,9 @@ func (s Settings) WebFlagConfig() *web.FlagConfig {
 // settings: a scrape timeout must be shorter than the evaluation interval,
 // or scrapes of one evaluation would overlap the next.
 func (c *Config) CheckSettings(s Settings) error {
-	var p problems
+	var p strictyaml.List
 	if c.Global.ScrapeTimeout >= s.EvaluationInterval {
-		p.add("global.scrape_timeout", "%s must be shorter than the evaluation interval (%s, from %s)", c.Global.ScrapeTimeout, s.EvaluationInterval, s.source("evaluation.interval"))
+		p.Add("global.scrape_timeout", "%s must be shorter than the evaluation interval (%s, from %s)", c.Global.ScrapeTimeout, s.EvaluationInterval, s.source("evaluation.interval"))
 	}
-	return p.err()
+	return p.Err()
 }

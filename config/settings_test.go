@@ -24,6 +24,9 @@ func clearSettingsEnv(t *testing.T) {
 	t.Helper()
 	for _, s := range settingsTable() {
 		unsetEnv(t, s.envName())
+		if s.deprecatedEnv != "" {
+			unsetEnv(t, s.deprecatedEnv)
+		}
 	}
 }
 
@@ -53,12 +56,12 @@ func TestDefaultSettings(t *testing.T) {
 
 func TestEnvironmentOverridesDefaults(t *testing.T) {
 	clearSettingsEnv(t)
-	t.Setenv("KNEEWATCH_LISTEN_ADDRESS", "127.0.0.1:19847")
+	t.Setenv("KNEEWATCH_WEB_LISTEN_ADDRESS", "127.0.0.1:19847")
 	t.Setenv("KNEEWATCH_LOG_LEVEL", "debug")
 	t.Setenv("KNEEWATCH_LOG_FORMAT", "json")
 	t.Setenv("KNEEWATCH_EVALUATION_INTERVAL", "10s")
-	t.Setenv("KNEEWATCH_WINDOW", "5m")
-	t.Setenv("KNEEWATCH_CONFIG", "/etc/kneewatch/kneewatch.yml")
+	t.Setenv("KNEEWATCH_EVALUATION_WINDOW", "5m")
+	t.Setenv("KNEEWATCH_CONFIG_FILE", "/etc/kneewatch/kneewatch.yml")
 	t.Setenv("KNEEWATCH_WEB_CONFIG_FILE", filepath.Join("testdata", "web-config.yml"))
 	t.Setenv("KNEEWATCH_SHARD", "2")
 	t.Setenv("KNEEWATCH_TOTAL_SHARDS", "3")
@@ -87,7 +90,7 @@ func TestEnvironmentOverridesDefaults(t *testing.T) {
 func TestFlagsOverrideEnvironment(t *testing.T) {
 	clearSettingsEnv(t)
 	t.Setenv("KNEEWATCH_LOG_LEVEL", "debug")
-	t.Setenv("KNEEWATCH_WINDOW", "2m")
+	t.Setenv("KNEEWATCH_EVALUATION_WINDOW", "2m")
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	RegisterFlags(fs)
@@ -124,7 +127,7 @@ func TestRegisterFlagsShowsDefaultsAndEnvironment(t *testing.T) {
 	if f == nil {
 		t.Fatal("no --web.listen-address flag")
 	}
-	if f.DefValue != ":9847" || !strings.Contains(f.Usage, "KNEEWATCH_LISTEN_ADDRESS") {
+	if f.DefValue != ":9847" || !strings.Contains(f.Usage, "KNEEWATCH_WEB_LISTEN_ADDRESS") {
 		t.Errorf("--web.listen-address default %q usage %q, want :9847 and the env var", f.DefValue, f.Usage)
 	}
 	var names []string
@@ -155,8 +158,8 @@ func TestBadSettingsNameWhereTheyCameFrom(t *testing.T) {
 			map[string]string{"KNEEWATCH_LOG_LEVEL": "debug"}, map[string]string{"log.level": "verbose"},
 			`--log.level: unknown log level "verbose" (want debug, info, warn or error)`},
 		{"a window shorter than two intervals names the window's source",
-			map[string]string{"KNEEWATCH_WINDOW": "5s"}, nil,
-			`KNEEWATCH_WINDOW: 5s is shorter than two evaluation intervals (10s): a rate needs two samples in the window`},
+			map[string]string{"KNEEWATCH_EVALUATION_WINDOW": "5s"}, nil,
+			`KNEEWATCH_EVALUATION_WINDOW: 5s is shorter than two evaluation intervals (10s): a rate needs two samples in the window`},
 		{"a zero evaluation interval is refused",
 			nil, map[string]string{"evaluation.interval": "0s"},
 			`--evaluation.interval: must be above 0, got 0s`},
@@ -164,11 +167,11 @@ func TestBadSettingsNameWhereTheyCameFrom(t *testing.T) {
 			nil, map[string]string{"web.listen-address": "9847"},
 			`--web.listen-address: "9847" is not a listen address (want host:port or :port): address 9847: missing port in address`},
 		{"a listen address with a bad port is refused",
-			map[string]string{"KNEEWATCH_LISTEN_ADDRESS": ":http-alt"}, nil,
-			`KNEEWATCH_LISTEN_ADDRESS: ":http-alt" has no valid port (want host:port or :port, e.g. :9847)`},
+			map[string]string{"KNEEWATCH_WEB_LISTEN_ADDRESS": ":http-alt"}, nil,
+			`KNEEWATCH_WEB_LISTEN_ADDRESS: ":http-alt" has no valid port (want host:port or :port, e.g. :9847)`},
 		{"an empty config file path is refused",
-			map[string]string{"KNEEWATCH_CONFIG": ""}, nil,
-			`KNEEWATCH_CONFIG: empty: name the kneewatch config file`},
+			map[string]string{"KNEEWATCH_CONFIG_FILE": ""}, nil,
+			`KNEEWATCH_CONFIG_FILE: empty: name the kneewatch config file`},
 		{"a missing web config file is reported",
 			nil, map[string]string{"web.config.file": "testdata/no-such-web-config.yml"},
 			`--web.config.file: open testdata/no-such-web-config.yml: no such file or directory`},
@@ -258,5 +261,114 @@ func TestLoadSettingsFromAnyEnvironment(t *testing.T) {
 	}
 	if got.LogFormat != "json" || got.ListenAddress != "127.0.0.1:0" {
 		t.Errorf("LogFormat %q ListenAddress %q, want json from the map and 127.0.0.1:0 from the flag", got.LogFormat, got.ListenAddress)
+	}
+}
+
+// TestEveryFlagHasTheEnvironmentVariableNamedAfterIt walks every settings
+// flag: the variable EnvName derives from its name sets the same value the
+// flag does, and the flag's help names that variable. A setting added with
+// an env name of its own could not pass.
+func TestEveryFlagHasTheEnvironmentVariableNamedAfterIt(t *testing.T) {
+	// A value per flag that differs from its default and passes validation.
+	values := map[string]string{
+		"web.listen-address":  "127.0.0.1:19847",
+		"web.config.file":     filepath.Join("testdata", "web-config.yml"),
+		"config.file":         "/etc/kneewatch/kneewatch.yml",
+		"log.level":           "debug",
+		"log.format":          "json",
+		"evaluation.interval": "10s",
+		"evaluation.window":   "5m",
+		"shard":               "1",
+		"total-shards":        "2",
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	RegisterFlags(fs)
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		name := f.Name
+		env := EnvName(name)
+		t.Run(name+" and "+env, func(t *testing.T) {
+			v, ok := values[name]
+			if !ok {
+				t.Fatalf("no test value for --%s: add one", name)
+			}
+			if !strings.Contains(f.Usage, "(env "+env+")") {
+				t.Errorf("--%s help %q does not name %s", name, f.Usage, env)
+			}
+			extra := map[string]string{}
+			if name == "shard" { // shard 1 needs two shards
+				extra["KNEEWATCH_TOTAL_SHARDS"] = "2"
+			}
+			vars := map[string]string{env: v}
+			for k, x := range extra {
+				vars[k] = x
+			}
+			fromEnv, err := LoadSettingsFrom(context.Background(), envconfig.MapLookuper(vars), nil)
+			if err != nil {
+				t.Fatalf("%s=%s: %v", env, v, err)
+			}
+			flags := map[string]string{name: v}
+			fromFlag, err := LoadSettingsFrom(context.Background(), envconfig.MapLookuper(extra), flags)
+			if err != nil {
+				t.Fatalf("--%s=%s: %v", name, v, err)
+			}
+			if diff := cmp.Diff(fromFlag, fromEnv, ignoreOrigin); diff != "" {
+				t.Errorf("%s=%s differs from --%s=%s (-flag +env):\n%s", env, v, name, v, diff)
+			}
+			if cmp.Equal(DefaultSettings(), fromEnv, ignoreOrigin) {
+				t.Errorf("%s=%s left every setting at its default", env, v)
+			}
+		})
+	})
+	if n != len(values) {
+		t.Errorf("%d flags, %d test values", n, len(values))
+	}
+	if got := EnvName("evaluation.window"); got != "KNEEWATCH_EVALUATION_WINDOW" {
+		t.Errorf("EnvName(evaluation.window) = %s", got)
+	}
+}
+
+// TestDeprecatedEnvironmentNamesStillWorkWithAWarning keeps the names of
+// kneewatch 0.1 (KNEEWATCH_WINDOW, KNEEWATCH_CONFIG,
+// KNEEWATCH_LISTEN_ADDRESS) working for one more release, each with a
+// warning, and the flag-named variable winning when both are set.
+func TestDeprecatedEnvironmentNamesStillWorkWithAWarning(t *testing.T) {
+	old := envconfig.MapLookuper(map[string]string{
+		"KNEEWATCH_WINDOW":         "3m",
+		"KNEEWATCH_CONFIG":         "/etc/kw.yml",
+		"KNEEWATCH_LISTEN_ADDRESS": ":19000",
+	})
+	got, err := LoadSettingsFrom(context.Background(), old, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Window != Duration(3*time.Minute) || got.ConfigFile != "/etc/kw.yml" || got.ListenAddress != ":19000" {
+		t.Errorf("deprecated names not applied: %+v", got)
+	}
+	want := []string{
+		"KNEEWATCH_LISTEN_ADDRESS is deprecated: rename it KNEEWATCH_WEB_LISTEN_ADDRESS",
+		"KNEEWATCH_CONFIG is deprecated: rename it KNEEWATCH_CONFIG_FILE",
+		"KNEEWATCH_WINDOW is deprecated: rename it KNEEWATCH_EVALUATION_WINDOW",
+	}
+	if diff := cmp.Diff(want, got.Deprecations()); diff != "" {
+		t.Errorf("deprecation warnings (-want +got):\n%s", diff)
+	}
+
+	both := envconfig.MapLookuper(map[string]string{"KNEEWATCH_WINDOW": "3m", "KNEEWATCH_EVALUATION_WINDOW": "4m"})
+	got, err = LoadSettingsFrom(context.Background(), both, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Window != Duration(4*time.Minute) {
+		t.Errorf("window %s, want 4m from KNEEWATCH_EVALUATION_WINDOW", got.Window)
+	}
+	if diff := cmp.Diff([]string{"KNEEWATCH_WINDOW is deprecated and ignored: KNEEWATCH_EVALUATION_WINDOW is set"}, got.Deprecations()); diff != "" {
+		t.Errorf("deprecation warnings (-want +got):\n%s", diff)
+	}
+
+	_, err = LoadSettingsFrom(context.Background(), envconfig.MapLookuper(map[string]string{"KNEEWATCH_WINDOW": "5s"}), nil)
+	if want := "KNEEWATCH_WINDOW: 5s is shorter than two evaluation intervals (10s): a rate needs two samples in the window"; err == nil || err.Error() != want {
+		t.Errorf("error from a deprecated name:\n got: %v\nwant: %s", err, want)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
 )
 
 // Engine names the serving engine whose metric names a target exposes.
@@ -22,6 +24,21 @@ const (
 // KnownEngines lists the engines a target may name, in documentation order.
 func KnownEngines() []Engine {
 	return []Engine{EngineVLLM, EngineSGLang, EngineTGI, EngineTRTLLM}
+}
+
+// EngineChoice lists the known engines for a message: "vllm, sglang, tgi
+// or trtllm", or with orElse that as the last choice ("vllm, sglang, tgi,
+// trtllm or empty for auto-detect"), so no message spells the list again.
+func EngineChoice(orElse string) string {
+	var names []string
+	for _, e := range KnownEngines() {
+		names = append(names, string(e))
+	}
+	if orElse != "" {
+		names = append(names, orElse)
+	}
+	last := len(names) - 1
+	return strings.Join(names[:last], ", ") + " or " + names[last]
 }
 
 // Target is one statically configured serving replica.
@@ -52,6 +69,13 @@ type Target struct {
 	// HTTPClient configures requests to metrics_url and openai_url (TLS,
 	// bearer_token_file, basic_auth with password_file, …).
 	HTTPClient HTTPClient `yaml:"http_client"`
+	// Namespace and Pod are the Kubernetes namespace and pod serving the
+	// replica, put on every series about it as the namespace and pod
+	// labels (discovery sets them itself). kube-prometheus-stack's
+	// Alertmanager groups pages by namespace, so set namespace to route
+	// the replica's pages to the team owning it. Empty: no such label.
+	Namespace string `yaml:"namespace,omitempty"`
+	Pod       string `yaml:"pod,omitempty"`
 	// Labels are extra labels put on every series about this replica.
 	Labels map[string]string `yaml:"labels,omitempty"`
 }
@@ -93,7 +117,7 @@ func (d *DCGM) UnmarshalYAML(unmarshal func(any) error) error {
 	return unmarshal((*DCGM)(d))
 }
 
-func validateTargets(targets []Target, profiles []Profile, p *problems) {
+func validateTargets(targets []Target, profiles []Profile, external map[string]string, p *strictyaml.List) {
 	known := map[string]bool{}
 	for _, pr := range profiles {
 		known[pr.Name] = true
@@ -103,29 +127,29 @@ func validateTargets(targets []Target, profiles []Profile, p *problems) {
 		path := fmt.Sprintf("targets[%d]", i)
 		switch {
 		case t.Replica == "":
-			p.add(path+".replica", "missing (every target needs a unique replica name)")
+			p.Add(path+".replica", "missing (every target needs a unique replica name)")
 		case strings.TrimSpace(t.Replica) != t.Replica:
-			p.add(path+".replica", "%q has leading or trailing spaces", t.Replica)
+			p.Add(path+".replica", "%q has leading or trailing spaces", t.Replica)
 		default:
 			if j, dup := seen[t.Replica]; dup {
-				p.add(path+".replica", "%q is already used by targets[%d]", t.Replica, j)
+				p.Add(path+".replica", "%q is already used by targets[%d]", t.Replica, j)
 			} else {
 				seen[t.Replica] = i
 			}
 		}
 		if t.Engine != EngineAuto && !slices.Contains(KnownEngines(), t.Engine) {
-			p.add(path+".engine", "unknown engine %q (want vllm, sglang, tgi, trtllm or empty for auto-detect)", t.Engine)
+			p.Add(path+".engine", "unknown engine %q (want %s)", t.Engine, EngineChoice("empty for auto-detect"))
 		}
 		if t.MetricsURL.IsZero() {
-			p.add(path+".metrics_url", "missing (the engine's Prometheus endpoint, e.g. http://10.0.0.7:8000/metrics)")
+			p.Add(path+".metrics_url", "missing (the engine's Prometheus endpoint, e.g. http://10.0.0.7:8000/metrics)")
 		} else {
 			validateHTTPURL(t.MetricsURL, path+".metrics_url", p)
 		}
 		if t.Profile != "" && !known[t.Profile] {
 			if len(profiles) == 0 {
-				p.add(path+".profile", "unknown profile %q: no profiles are configured (list them under profiles or set global.profiles_dir)", t.Profile)
+				p.Add(path+".profile", "unknown profile %q: no profiles are configured (list them under profiles or set global.profiles_dir)", t.Profile)
 			} else {
-				p.add(path+".profile", "unknown profile %q (known: %s)", t.Profile, strings.Join(profileNames(profiles), ", "))
+				p.Add(path+".profile", "unknown profile %q (known: %s)", t.Profile, strings.Join(profileNames(profiles), ", "))
 			}
 		}
 		if t.DCGM != nil {
@@ -136,36 +160,51 @@ func validateTargets(targets []Target, profiles []Profile, p *problems) {
 		}
 		validateHTTPClient(t.HTTPClient, path+".http_client", p)
 		validateLabelNames(t.Labels, reservedLabels(), "is set by kneewatch itself", path+".labels", p)
+		for _, name := range sortedKeys(t.Labels) {
+			if _, clash := external[name]; clash {
+				p.Add(path+".labels", "%q is also in global.external_labels, which kneewatch puts on every series", name)
+			}
+		}
+		validateIdentity(t.Namespace, path+".namespace", p)
+		validateIdentity(t.Pod, path+".pod", p)
 	}
 }
 
-func (d DCGM) validate(path string, p *problems) {
+func (d DCGM) validate(path string, p *strictyaml.List) {
 	if d.URL.IsZero() {
-		p.add(path+".url", "missing (the dcgm-exporter endpoint, e.g. http://10.0.0.7:9400/metrics)")
+		p.Add(path+".url", "missing (the dcgm-exporter endpoint, e.g. http://10.0.0.7:9400/metrics)")
 	} else {
 		validateHTTPURL(d.URL, path+".url", p)
 	}
 	for i, id := range d.GPUUUIDs {
 		if strings.TrimSpace(id) == "" {
-			p.add(fmt.Sprintf("%s.gpu_uuids[%d]", path, i), "empty GPU UUID")
+			p.Add(fmt.Sprintf("%s.gpu_uuids[%d]", path, i), "empty GPU UUID")
 		}
 	}
 	byPod := d.Pod != "" || d.Namespace != ""
 	switch {
 	case byPod && (d.Pod == "" || d.Namespace == ""):
-		p.add(path, "set both pod and namespace (dcgm-exporter labels GPUs with both), got pod %q and namespace %q", d.Pod, d.Namespace)
+		p.Add(path, "set both pod and namespace (dcgm-exporter labels GPUs with both), got pod %q and namespace %q", d.Pod, d.Namespace)
 	case byPod && len(d.GPUUUIDs) > 0:
-		p.add(path, "set gpu_uuids or pod and namespace, not both")
+		p.Add(path, "set gpu_uuids or pod and namespace, not both")
 	case !byPod && len(d.GPUUUIDs) == 0:
-		p.add(path, "no GPU selector: set gpu_uuids, or pod and namespace, to pick this replica's GPUs from the exporter")
+		p.Add(path, "no GPU selector: set gpu_uuids, or pod and namespace, to pick this replica's GPUs from the exporter")
 	}
 	validateHTTPClient(d.HTTPClient, path+".http_client", p)
 }
 
 // validateHTTPClient runs prometheus/common's own checks on a client config
 // built in code; decoding already ran them for the file.
-func validateHTTPClient(h HTTPClient, path string, p *problems) {
+func validateHTTPClient(h HTTPClient, path string, p *strictyaml.List) {
 	if err := h.Validate(); err != nil {
-		p.add(path, "%v", err)
+		p.Add(path, "%v", err)
+	}
+}
+
+// validateIdentity checks a namespace or pod name as far as a label value
+// carries it: no surrounding spaces, which would route the page nowhere.
+func validateIdentity(v, path string, p *strictyaml.List) {
+	if strings.TrimSpace(v) != v {
+		p.Add(path, "%q has leading or trailing spaces", v)
 	}
 }

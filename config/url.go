@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
 )
 
 // URL is an absolute URL from the config file. It prints with any password
@@ -37,7 +39,7 @@ func (u URL) String() string {
 // UnmarshalYAML parses the URL; a malformed one is an error naming its line.
 func (u *URL) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return lineError(n, "want a URL, got a %s", kindName(n))
+		return strictyaml.ErrorAt(n, "want a URL, got a %s", strictyaml.KindName(n))
 	}
 	if n.Value == "" {
 		*u = URL{}
@@ -46,14 +48,14 @@ func (u *URL) UnmarshalYAML(n *yaml.Node) error {
 	p, err := url.Parse(n.Value)
 	if err != nil {
 		if !strings.Contains(n.Value, "://") {
-			return lineError(n, "not a URL: it needs a scheme, as in http://host:port/path")
+			return strictyaml.ErrorAt(n, "not a URL: it needs a scheme, as in http://host:port/path")
 		}
 		// url.Error repeats the whole URL, which may hold a password; keep only the reason.
 		reason := err
 		if ue, ok := err.(*url.Error); ok {
 			reason = ue.Err
 		}
-		return lineError(n, "not a URL: %v", reason)
+		return strictyaml.ErrorAt(n, "not a URL: %v", reason)
 	}
 	*u = URL{p}
 	return nil
@@ -69,15 +71,15 @@ func (u URL) MarshalYAML() (any, error) {
 
 // validateHTTPURL checks that u is an absolute http or https URL with a host
 // and without credentials, which belong in http_client where they are masked.
-func validateHTTPURL(u URL, path string, p *problems) {
+func validateHTTPURL(u URL, path string, p *strictyaml.List) {
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		p.add(path, "%q is not an http:// or https:// URL", u.String())
+		p.Add(path, "%q is not an http:// or https:// URL", u.String())
 	case u.Host == "":
-		p.add(path, "%q has no host", u.String())
+		p.Add(path, "%q has no host", u.String())
 	case u.User != nil:
-		p.add(path, "%s carries credentials; put them in http_client (basic_auth with password_file, or authorization) instead", u.String())
+		p.Add(path, "%s carries credentials; put them in http_client (basic_auth with password_file, or authorization) instead", u.String())
 	case u.Fragment != "":
-		p.add(path, "%q has a #fragment, which HTTP requests never send", u.String())
+		p.Add(path, "%q has a #fragment, which HTTP requests never send", u.String())
 	}
 }

@@ -2,6 +2,7 @@ package dashboards
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -131,12 +132,18 @@ func TestDashboardsHaveStableUIDsAndLinkToEachOther(t *testing.T) {
 			t.Errorf("unexpected dashboard UID %q", *d.Uid)
 			continue
 		}
-		if len(d.Links) != 1 {
-			t.Fatalf("%s has %d links, want 1", *d.Uid, len(d.Links))
+		if len(d.Links) != 3 {
+			t.Fatalf("%s has %d links, want 3 (the other kneewatch dashboard, vLLM's, DCGM's)", *d.Uid, len(d.Links))
 		}
 		l := d.Links[0]
 		if l.Url == nil || *l.Url != url || !l.IncludeVars || !l.KeepTime || l.Placement != nil {
 			t.Errorf("%s link = %+v, want %s carrying variables and time, shown beside the title", *d.Uid, l, url)
+		}
+		for i, tag := range []string{DefaultVLLMDashboardTag, DefaultDCGMDashboardTag} {
+			l := d.Links[i+1]
+			if l.Type != dashboard.DashboardLinkTypeDashboards || !slices.Equal(l.Tags, []string{tag}) || !l.KeepTime || l.IncludeVars || l.Placement != nil {
+				t.Errorf("%s link %d = %+v, want the dashboards tagged %q, keeping time but not variables, beside the title", *d.Uid, i+1, l, tag)
+			}
 		}
 	}
 }

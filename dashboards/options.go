@@ -10,6 +10,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/kneewatch/kneewatch/rules"
 )
 
 // Options tune the generated dashboards. The zero value of each field means
@@ -24,8 +26,9 @@ type Options struct {
 	// TitlePrefix starts each dashboard title ("kneewatch / Fleet capacity").
 	TitlePrefix string
 	// PageHeadroom and WarningHeadroom are the headroom ratios below which
-	// kneewatch pages and warns. They must match the generated alert rules,
-	// whose defaults are the same (0.05 and 0.2).
+	// kneewatch pages and warns. They must match the generated alert rules;
+	// the defaults are the rules' own (rules.DefaultOptions: 0, the knee,
+	// and 0.2).
 	PageHeadroom    float64
 	WarningHeadroom float64
 	// SLOQuantile is the value of the quantile label of the latency series
@@ -35,19 +38,37 @@ type Options struct {
 	// the error budget is 1 - Objective. Zero: the SLO quantile (a p99 SLO
 	// lets 1% of requests exceed its threshold).
 	Objective float64
+	// MultiCluster shows the cluster variable, for a Prometheus (Thanos,
+	// Mimir) that holds several clusters' series told apart by a cluster
+	// label. Off, the variable is hidden, as the kubernetes-mixin's is
+	// without showMultiCluster.
+	MultiCluster bool
+	// VLLMDashboardTags and DCGMDashboardTags are the tags of the
+	// dashboards the "vLLM" and "DCGM" links list. Empty: vllm (the tag
+	// vLLM's own dashboards carry) and dcgm (NVIDIA's dashboard has none;
+	// add it on import).
+	VLLMDashboardTags []string
+	DCGMDashboardTags []string
 	// Folder is the Grafana folder the ConfigMap output asks the sidecar to
 	// put the dashboards in.
 	Folder string
 }
 
-// The defaults, shared with the generated alert rules.
+// The page's and the warning's headroom thresholds, read from the generated
+// alert rules' defaults so the dashboards draw the lines the alerts use.
+var (
+	DefaultPageHeadroom    = rules.DefaultOptions().HeadroomExhausted.Below
+	DefaultWarningHeadroom = rules.DefaultOptions().HeadroomLow.Below
+)
+
+// The defaults.
 const (
 	DefaultDatasourceVariable = "datasource"
 	DefaultTitlePrefix        = "kneewatch"
-	DefaultPageHeadroom       = 0.05
-	DefaultWarningHeadroom    = 0.2
 	DefaultSLOQuantile        = "0.99"
 	DefaultFolder             = "kneewatch"
+	DefaultVLLMDashboardTag   = "vllm"
+	DefaultDCGMDashboardTag   = "dcgm"
 )
 
 // DefaultOptions returns the options every zero field falls back to.
@@ -81,6 +102,12 @@ func (o Options) withDefaults() Options {
 	if o.Folder == "" {
 		o.Folder = DefaultFolder
 	}
+	if len(o.VLLMDashboardTags) == 0 {
+		o.VLLMDashboardTags = []string{DefaultVLLMDashboardTag}
+	}
+	if len(o.DCGMDashboardTags) == 0 {
+		o.DCGMDashboardTags = []string{DefaultDCGMDashboardTag}
+	}
 	return o
 }
 
@@ -112,6 +139,16 @@ func (o Options) validate() error {
 	// An unset objective follows the quantile: its error is the quantile's.
 	if (quantileOK || o.Objective != 0) && !(o.Objective > 0 && o.Objective < 1) {
 		bad("objective", "%g is not a share of requests in (0, 1), such as 0.99", o.Objective)
+	}
+	for _, t := range []struct {
+		option string
+		tags   []string
+	}{{"vLLM dashboard tags", o.VLLMDashboardTags}, {"DCGM dashboard tags", o.DCGMDashboardTags}} {
+		for _, tag := range t.tags {
+			if strings.TrimSpace(tag) == "" {
+				bad(t.option, "%q holds an empty tag", t.tags)
+			}
+		}
 	}
 	if strings.ContainsAny(o.Folder, "\n\r") {
 		bad("folder", "%q spans lines", o.Folder)

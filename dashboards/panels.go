@@ -9,6 +9,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+
+	"github.com/kneewatch/kneewatch/catalog"
 )
 
 // Units the panels use. Grafana has no token unit; a suffix keeps the
@@ -104,8 +106,28 @@ func (k kit) timeseries(c card, qs ...query) *timeseries.PanelBuilder {
 			Sort(common.SortOrderDescending))
 }
 
-// stat is one big number, the latest value of an instant query.
-func (k kit) stat(c card, qs ...query) *stat.PanelBuilder {
+// empty is what a stat panel says when its queries return nothing: the
+// text, and a colour that is never a threshold's. Grafana colours a missing
+// value with the base threshold colour, which is green on the count panels;
+// a special-value mapping on null and NaN takes precedence over it.
+type empty struct {
+	text  string
+	color string
+}
+
+// The empty states. A query gated on kneewatch's own series is empty only
+// when kneewatch is not scraped (stopped, or up == 0 and its series
+// stale); one that is not can also be empty while kneewatch runs, and
+// says so.
+var (
+	kneewatchDown = empty{"kneewatch down", "red"}
+	noData        = empty{"no data", "text"}
+)
+
+// stat is one big number, the latest value of an instant query, or the
+// empty state's text when there is none: never a 0 that a dead kneewatch
+// would show as healthy.
+func (k kit) stat(c card, e empty, qs ...query) *stat.PanelBuilder {
 	return stat.NewPanelBuilder().
 		Id(c.id).Title(c.title).Description(c.question).GridPos(c.gridPos()).
 		Datasource(k.ds).Unit(c.unit).
@@ -113,7 +135,34 @@ func (k kit) stat(c card, qs ...query) *stat.PanelBuilder {
 		Orientation(common.VizOrientationAuto).
 		ColorMode(common.BigValueColorModeBackground).
 		GraphMode(common.BigValueGraphModeNone).
-		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}))
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
+		NoValue(e.text).
+		Mappings([]dashboard.ValueMapping{emptyMapping(e)})
+}
+
+// emptyMapping colours a missing value as the empty state says; the text
+// is the panel's noValue.
+func emptyMapping(e empty) dashboard.ValueMapping {
+	return dashboard.ValueMapping{SpecialValueMap: &dashboard.SpecialValueMap{
+		Type: dashboard.MappingTypeSpecialValue,
+		Options: dashboard.DashboardSpecialValueMapOptions{
+			Match:  dashboard.SpecialValueMatchNullAndNan,
+			Result: dashboard.ValueMappingResult{Color: cog.ToPtr(e.color)},
+		},
+	}}
+}
+
+// zeroWhileUp is a count that is 0, not empty, while kneewatch runs: the
+// count of query, or 0 if kneewatch's last-evaluation series exists. When
+// kneewatch is down both sides are empty, and the panel says so.
+func zeroWhileUp(count string) string {
+	return count + " or on () (0 * " + lastEvaluation() + ")"
+}
+
+// lastEvaluation is the time of the oldest last evaluation among the
+// selected kneewatch instances; it exists only while one is scraped.
+func lastEvaluation() string {
+	return "min(" + sel(catalog.MetricLastEvaluation, own()...) + ")"
 }
 
 // table lists the rows of instant queries: one row per series, one column

@@ -42,8 +42,12 @@ type promQuery struct {
 	expr  string
 }
 
-// labelValuesArg matches Grafana's label_values(<selector>, <label>).
-var labelValuesArg = regexp.MustCompile(`^label_values\((.+), *(\w+)\)$`)
+// labelValuesArg matches Grafana's label_values(<selector>, <label>), and
+// queryResultArg its query_result(<expression>).
+var (
+	labelValuesArg = regexp.MustCompile(`^label_values\((.+), *(\w+)\)$`)
+	queryResultArg = regexp.MustCompile(`^query_result\((.+)\)$`)
+)
 
 // queries lists every PromQL expression of a dashboard: panel targets and
 // the selectors inside query variables' label_values().
@@ -68,7 +72,10 @@ func queries(t *testing.T, d dashboard.Dashboard) []promQuery {
 		}
 		m := labelValuesArg.FindStringSubmatch(*v.Query.String)
 		if m == nil {
-			t.Fatalf("%s variable %s: %q is not label_values(<selector>, <label>)", *d.Uid, v.Name, *v.Query.String)
+			m = queryResultArg.FindStringSubmatch(*v.Query.String)
+		}
+		if m == nil {
+			t.Fatalf("%s variable %s: %q is neither label_values(<selector>, <label>) nor query_result(<expression>)", *d.Uid, v.Name, *v.Query.String)
 		}
 		out = append(out, promQuery{fmt.Sprintf("%s variable %s", *d.Uid, v.Name), m[1]})
 	}

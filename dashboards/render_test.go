@@ -189,8 +189,8 @@ func TestOptionsChangeTheThresholdsAndQueriesTheyName(t *testing.T) {
 	for _, want := range []string{
 		`"title": "LLM / Fleet capacity"`,
 		`"title": "LLM / Replica"`,
-		`kneewatch_replica_headroom_ratio{model=~\"$model\"} < 0.1`,
-		`kneewatch_replica_headroom_ratio{model=~\"$model\"} < 0.3`,
+		`kneewatch_replica_headroom_ratio{cluster=\"$cluster\", job=~\"$job\", namespace=~\"$namespace\", model=~\"$model\"} < 0.1`,
+		`kneewatch_replica_headroom_ratio{cluster=\"$cluster\", job=~\"$job\", namespace=~\"$namespace\", model=~\"$model\"} < 0.3`,
 		`quantile=\"0.95\"`,
 		`histogram_quantile(0.95,`,
 		`(1 - 0.95)`, // the objective follows the SLO quantile by default
@@ -204,5 +204,21 @@ func TestOptionsChangeTheThresholdsAndQueriesTheyName(t *testing.T) {
 	}
 	if strings.Contains(all, "${datasource}") {
 		t.Errorf("output still names ${datasource} after the variable was renamed")
+	}
+}
+
+func TestTheUpstreamLinksFollowTheTagOptionsAndRejectAnEmptyTag(t *testing.T) {
+	files, err := Render(Options{VLLMDashboardTags: []string{"engine", "llm"}, DCGMDashboardTags: []string{"gpu"}}, FormatJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\"tags\": [\n        \"engine\",\n        \"llm\"\n      ]", "\"tags\": [\n        \"gpu\"\n      ]"} {
+		if !strings.Contains(string(files[0].Data), want) {
+			t.Errorf("fleet dashboard does not contain the link tags %s", want)
+		}
+	}
+	_, err = Render(Options{DCGMDashboardTags: []string{"gpu", " "}}, FormatJSON)
+	if err == nil || !strings.Contains(err.Error(), "dashboards option DCGM dashboard tags") {
+		t.Errorf("an empty tag: err = %v, want one naming the DCGM dashboard tags option", err)
 	}
 }

@@ -8,12 +8,14 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/watch"
 )
 
 // GPUProductLabel is the node label NVIDIA's GPU feature discovery sets to
@@ -41,52 +43,148 @@ type mapper struct {
 	modelOf func(replica string) string
 }
 
-// targets builds one target per serving pod, sorted by replica, and the
-// problems found on the way. exporters are the dcgm-exporter pods.
-func (m mapper) targets(pods, exporters []*corev1.Pod) ([]collector.Target, []Problem) {
+// PodCounts counts the pods matching the selector by state: only Ready
+// ones are evaluated; the others are visible here instead.
+type PodCounts struct {
+	Ready       int // Running, Ready, with an IP: a replica
+	Unready     int // Running but not Ready (starting, failing its readiness probe, taken out of rotation)
+	Pending     int // not Running yet, or without an IP
+	Terminating int // being deleted
+	Finished    int // Succeeded or Failed
+}
+
+// mapping is the outcome of mapping the pods.
+type mapping struct {
+	targets  []watch.Target // sorted by replica
+	problems []Problem      // in pod order
+	counts   PodCounts
+	// awaiting are the replicas whose profile depends on the model their
+	// engine reports, which it has not yet: once it has, the targets are
+	// rebuilt.
+	awaiting []string
+}
+
+// targets builds one target per ready pod, and the problems found on the
+// way. exporters are the dcgm-exporter pods.
+func (m mapper) targets(pods, exporters []*corev1.Pod) mapping {
 	byNode := m.exportersByNode(exporters)
 	var live []*corev1.Pod
-	sameName := map[string]int{}
+	var counts PodCounts
 	for _, pod := range pods {
-		if serving(pod) {
+		switch podState(pod) {
+		case stateReady:
+			counts.Ready++
 			live = append(live, pod)
-			sameName[pod.Name]++
+		case stateUnready:
+			counts.Unready++
+		case statePending:
+			counts.Pending++
+		case stateTerminating:
+			counts.Terminating++
+		case stateFinished:
+			counts.Finished++
 		}
 	}
 	// Informer caches list in no particular order; a stable order keeps the
 	// problems (logged only when they change) and the targets comparable.
 	slices.SortFunc(live, func(a, b *corev1.Pod) int { return cmp.Compare(podID(a), podID(b)) })
-	var out []collector.Target
-	var problems []Problem
+	res := mapping{counts: counts}
 	for _, pod := range live {
-		replica := pod.Name
-		if sameName[pod.Name] > 1 {
-			replica = podID(pod)
+		t, probs, ok := m.target(pod, byNode)
+		res.problems = append(res.problems, probs...)
+		if !ok {
+			continue
 		}
-		t, probs, ok := m.target(pod, replica, byNode)
-		problems = append(problems, probs...)
-		if ok {
-			out = append(out, t)
+		res.targets = append(res.targets, t)
+		if m.awaitsModel(pod, t.Replica) {
+			res.awaiting = append(res.awaiting, t.Replica)
 		}
 	}
-	slices.SortFunc(out, func(a, b collector.Target) int { return cmp.Compare(a.Replica, b.Replica) })
-	return out, problems
+	slices.SortFunc(res.targets, func(a, b watch.Target) int { return cmp.Compare(a.Replica, b.Replica) })
+	return res
 }
 
-// serving reports whether a pod can be scraped now: Running, with an IP, and
-// not on its way out (a terminating pod stops serving within its grace
-// period; dropping it at once leaves no series that only go stale).
-func serving(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" && pod.DeletionTimestamp == nil
+// awaitsModel reports whether the pod's profile depends on the model its
+// engine reports (no profile annotation or label names it), and the engine
+// has reported none yet.
+func (m mapper) awaitsModel(pod *corev1.Pod, replica string) bool {
+	if m.modelOf == nil {
+		return false
+	}
+	for _, src := range []struct {
+		key    string
+		values map[string]string
+	}{{m.cfg.Annotations.Profile, pod.Annotations}, {m.cfg.ProfileLabel, pod.Labels}} {
+		if _, ok := src.values[src.key]; ok && src.key != "" {
+			return false
+		}
+	}
+	return m.modelOf(replica) == ""
 }
 
-// podID is namespace/name, unique in the cluster.
+type podStateKind int
+
+const (
+	statePending podStateKind = iota
+	stateReady
+	stateUnready
+	stateTerminating
+	stateFinished
+)
+
+// podState classifies a pod. Only a Ready pod is a replica: a Running pod
+// whose readiness probe fails (still loading the model, or taken out of
+// rotation) receives no traffic from its Service, so counting it would
+// inflate the fleet's capacity. A terminating pod stops serving within its
+// grace period; dropping it at once leaves no series that only go stale.
+func podState(pod *corev1.Pod) podStateKind {
+	switch {
+	case pod.DeletionTimestamp != nil:
+		return stateTerminating
+	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+		return stateFinished
+	case pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "":
+		return statePending
+	case !podReady(pod):
+		return stateUnready
+	}
+	return stateReady
+}
+
+// podReady reports the pod's Ready condition, as the kubelet sets it from
+// its containers' readiness probes (and readiness gates).
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// serving reports whether a pod can be scraped now: Running and Ready with
+// an IP, and not on its way out.
+func serving(pod *corev1.Pod) bool { return podState(pod) == stateReady }
+
+// podID is namespace/name, unique in the cluster: the replica's name.
 func podID(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
 
-// target maps one serving pod. The replica is named after the pod, as
-// dcgm-exporter's pod label and the dashboards' replica-to-GPU join expect;
-// only pods sharing a name across namespaces are named namespace/name.
-func (m mapper) target(pod *corev1.Pod, replica string, exporters map[string]*corev1.Pod) (collector.Target, []Problem, bool) {
+// modelLabelSlash is what stands for "/" in a model label's value, which
+// Kubernetes restricts to [A-Za-z0-9._-]. Hugging Face spells a repository
+// id the same way in its cache ("models--meta-llama--Llama-3.1-8B"), and no
+// Hugging Face repository id holds "--" of its own.
+const modelLabelSlash = "--"
+
+// DecodeModelLabel turns a model label's value into the model name:
+// every "--" is a "/".
+func DecodeModelLabel(v string) string { return strings.ReplaceAll(v, modelLabelSlash, "/") }
+
+// target maps one serving pod. The replica is always named namespace/pod,
+// and carries both as Namespace and Pod: a name that depended on the other
+// pods (the pod's name alone while it is unique) would change, and restart
+// the replica's series, when a pod of the same name appears elsewhere.
+func (m mapper) target(pod *corev1.Pod, exporters map[string]*corev1.Pod) (watch.Target, []Problem, bool) {
+	replica := podID(pod)
 	var problems []Problem
 	bad := func(format string, args ...any) {
 		problems = append(problems, Problem{Pod: podID(pod), Message: fmt.Sprintf(format, args...)})
@@ -98,7 +196,7 @@ func (m mapper) target(pod *corev1.Pod, replica string, exporters map[string]*co
 			p, err := strconv.Atoi(v)
 			if err != nil || p < 1 || p > 65535 {
 				bad("annotation %s=%q is not a port (want 1-65535); pod skipped", key, v)
-				return collector.Target{}, problems, false
+				return watch.Target{}, problems, false
 			}
 			port = p
 		}
@@ -108,15 +206,17 @@ func (m mapper) target(pod *corev1.Pod, replica string, exporters map[string]*co
 		if v, ok := pod.Annotations[key]; ok {
 			if len(v) == 0 || v[0] != '/' {
 				bad("annotation %s=%q must start with /; pod skipped", key, v)
-				return collector.Target{}, problems, false
+				return watch.Target{}, problems, false
 			}
 			path = v
 		}
 	}
 	host := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port))
 	metrics := url.URL{Scheme: m.cfg.Scheme, Host: host, Path: path}
-	t := collector.Target{
+	t := watch.Target{
 		Replica:    replica,
+		Namespace:  pod.Namespace,
+		Pod:        pod.Name,
 		MetricsURL: metrics.String(),
 		OpenAIURL:  (&url.URL{Scheme: m.cfg.Scheme, Host: host, Path: m.cfg.OpenAIPath}).String(),
 		Client:     m.client,
@@ -132,24 +232,26 @@ func (m mapper) target(pod *corev1.Pod, replica string, exporters map[string]*co
 			}
 		}
 	}
-	if key := m.cfg.ModelLabel; key != "" {
-		t.Model = pod.Labels[key]
-	}
+	// The declared model picks the profile (see profile) but is not handed
+	// to the scraper as the model to read: a pod that declares a model its
+	// engine does not serve would read as engine_down every round, when
+	// the engine is up and only its knee is unknown.
+	declared, from := m.model(pod)
 	if key := m.cfg.EngineLabel; key != "" {
 		if v, ok := pod.Labels[key]; ok {
 			if slices.Contains(config.KnownEngines(), config.Engine(v)) {
 				t.Engine = v
 			} else {
-				bad("label %s=%q is not an engine (want vllm, sglang, tgi or trtllm); auto-detecting", key, v)
+				bad("label %s=%q is not an engine (want %s); auto-detecting", key, v, config.EngineChoice(""))
 			}
 		}
 	}
 
-	t.ProfileName, t.Profile = m.profile(pod, t, bad)
+	t.ProfileName, t.Profile = m.profile(pod, t, declared, from, bad)
 
 	if exp := exporters[pod.Spec.NodeName]; exp != nil && pod.Spec.NodeName != "" {
 		u := url.URL{Scheme: "http", Host: net.JoinHostPort(exp.Status.PodIP, strconv.Itoa(m.cfg.DCGM.Port)), Path: m.cfg.DCGM.Path}
-		t.DCGM = &collector.DCGMTarget{
+		t.DCGM = &watch.DCGMTarget{
 			URL:       u.String(),
 			Client:    m.dcgm,
 			Selectors: []collector.GPUSelector{{Pod: pod.Name, Namespace: pod.Namespace}},
@@ -158,9 +260,26 @@ func (m mapper) target(pod *corev1.Pod, replica string, exporters map[string]*co
 	return t, problems, true
 }
 
+// model is the model the pod declares: the model annotation as is, else
+// the model label decoded (see DecodeModelLabel), else "". from names where
+// it came from, for problems.
+func (m mapper) model(pod *corev1.Pod) (model, from string) {
+	if key := m.cfg.Annotations.Model; key != "" {
+		if v := strings.TrimSpace(pod.Annotations[key]); v != "" {
+			return v, "annotation " + key
+		}
+	}
+	if key := m.cfg.ModelLabel; key != "" {
+		if v := pod.Labels[key]; v != "" {
+			return DecodeModelLabel(v), "label " + key
+		}
+	}
+	return "", ""
+}
+
 // profile names the pod's knee profile: the annotation, else the label,
 // else the one profile matching its model and GPU.
-func (m mapper) profile(pod *corev1.Pod, t collector.Target, bad func(string, ...any)) (string, *knee.Profile) {
+func (m mapper) profile(pod *corev1.Pod, t watch.Target, declared, from string, bad func(string, ...any)) (string, *knee.Profile) {
 	for _, src := range []struct {
 		kind, key string
 		values    map[string]string
@@ -179,9 +298,19 @@ func (m mapper) profile(pod *corev1.Pod, t collector.Target, bad func(string, ..
 			return "", nil
 		}
 	}
-	model := t.Model
-	if model == "" && m.modelOf != nil {
-		model = m.modelOf(t.Replica)
+	served := ""
+	if m.modelOf != nil {
+		served = m.modelOf(t.Replica)
+	}
+	model := declared
+	switch {
+	case declared != "" && served != "" && served != declared:
+		// The engine knows best what it serves; a profile for another
+		// model would compare the replica with the wrong knee.
+		bad("%s declares model %q but the engine reports %q; the replica has no knee until they agree", from, declared, served)
+		return "", nil
+	case model == "":
+		model = served
 	}
 	if model == "" {
 		return "", nil // the engine has not told its model yet

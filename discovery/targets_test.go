@@ -12,6 +12,7 @@ import (
 	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/watch"
 )
 
 // pod builds a serving pod; opts adjust it.
@@ -19,7 +20,8 @@ func pod(name string, opts ...func(*corev1.Pod)) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: name, Labels: map[string]string{}, Annotations: map[string]string{}},
 		Spec:       corev1.PodSpec{NodeName: "gpu-node-1"},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.7"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.7",
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}
 	for _, o := range opts {
 		o(p)
@@ -34,15 +36,19 @@ func withAnnotation(k, v string) func(*corev1.Pod) {
 func withIP(ip string) func(*corev1.Pod)        { return func(p *corev1.Pod) { p.Status.PodIP = ip } }
 func withNode(n string) func(*corev1.Pod)       { return func(p *corev1.Pod) { p.Spec.NodeName = n } }
 func withNamespace(ns string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Namespace = ns } }
+func unready(p *corev1.Pod) {
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+}
 func withPhase(ph corev1.PodPhase) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Status.Phase = ph }
 }
 
 func testProfiles() map[string]*knee.Profile {
 	return map[string]*knee.Profile{
-		"llama-h100": {Match: knee.Match{Model: "llama", GPU: "NVIDIA H100 80GB HBM3", Engine: "vllm"}},
-		"llama-a100": {Match: knee.Match{Model: "llama", GPU: "NVIDIA A100-SXM4-80GB"}},
-		"qwen":       {Match: knee.Match{Model: "qwen"}},
+		"llama-h100":   {Match: knee.Match{Model: "llama", GPU: "NVIDIA H100 80GB HBM3", Engine: "vllm"}},
+		"llama-a100":   {Match: knee.Match{Model: "llama", GPU: "NVIDIA A100-SXM4-80GB"}},
+		"qwen":         {Match: knee.Match{Model: "qwen"}},
+		"llama-3.1-8b": {Match: knee.Match{Model: "meta-llama/Llama-3.1-8B-Instruct"}},
 	}
 }
 
@@ -64,15 +70,16 @@ func TestTargets(t *testing.T) {
 		mapper    mapper
 		pods      []*corev1.Pod
 		exporters []*corev1.Pod
-		want      []collector.Target
+		want      []watch.Target
 		problems  []string
+		counts    PodCounts // checked when set
 	}{
 		{
 			name:   "a running pod becomes a target on the configured port, path and OpenAI path",
 			mapper: testMapper(nil),
 			pods:   []*corev1.Pod{pod("vllm-0")},
-			want: []collector.Target{{
-				Replica: "vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
+			want: []watch.Target{{
+				Replica: "llm/vllm-0", Namespace: "llm", Pod: "vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
 			}},
 		},
 		{
@@ -82,8 +89,8 @@ func TestTargets(t *testing.T) {
 				withAnnotation("kneewatch.dev/metrics-port", "30000"),
 				withAnnotation("kneewatch.dev/metrics-path", "/engine/metrics"),
 				withAnnotation("kneewatch.dev/openai-url", "https://llm.example/v1"))},
-			want: []collector.Target{{
-				Replica: "sglang-0", MetricsURL: "http://10.1.0.7:30000/engine/metrics", OpenAIURL: "https://llm.example/v1",
+			want: []watch.Target{{
+				Replica: "llm/sglang-0", Namespace: "llm", Pod: "sglang-0", MetricsURL: "http://10.1.0.7:30000/engine/metrics", OpenAIURL: "https://llm.example/v1",
 			}},
 		},
 		{
@@ -100,8 +107,8 @@ func TestTargets(t *testing.T) {
 			name:   "the model and engine come from the configured labels",
 			mapper: testMapper(func(c *config.Kubernetes) { c.ModelLabel = "model" }),
 			pods:   []*corev1.Pod{pod("q", withLabel("model", "qwen"), withLabel("kneewatch.dev/engine", "sglang"))},
-			want: []collector.Target{{
-				Replica: "q", Model: "qwen", Engine: "sglang", ProfileName: "qwen",
+			want: []watch.Target{{
+				Replica: "llm/q", Namespace: "llm", Pod: "q", Engine: "sglang", ProfileName: "qwen",
 				MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
 			}},
 		},
@@ -109,8 +116,8 @@ func TestTargets(t *testing.T) {
 			name:   "the profile label names the profile",
 			mapper: testMapper(nil),
 			pods:   []*corev1.Pod{pod("a", withLabel("kneewatch.dev/profile", "llama-a100"))},
-			want: []collector.Target{{
-				Replica: "a", ProfileName: "llama-a100",
+			want: []watch.Target{{
+				Replica: "llm/a", Namespace: "llm", Pod: "a", ProfileName: "llama-a100",
 				MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
 			}},
 		},
@@ -119,8 +126,8 @@ func TestTargets(t *testing.T) {
 			mapper: testMapper(func(c *config.Kubernetes) { c.ProfileLabel = "profile" }),
 			pods: []*corev1.Pod{pod("a", withLabel("profile", "llama-a100"),
 				withAnnotation("kneewatch.dev/profile", "llama-h100"))},
-			want: []collector.Target{{
-				Replica: "a", ProfileName: "llama-h100",
+			want: []watch.Target{{
+				Replica: "llm/a", Namespace: "llm", Pod: "a", ProfileName: "llama-h100",
 				MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
 			}},
 		},
@@ -130,8 +137,8 @@ func TestTargets(t *testing.T) {
 			pods: []*corev1.Pod{pod("h", func(p *corev1.Pod) {
 				p.Spec.NodeSelector = map[string]string{GPUProductLabel: "NVIDIA-H100-80GB-HBM3"}
 			})},
-			want: []collector.Target{{
-				Replica: "h", ProfileName: "llama-h100",
+			want: []watch.Target{{
+				Replica: "llm/h", Namespace: "llm", Pod: "h", ProfileName: "llama-h100",
 				MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
 			}},
 		},
@@ -140,11 +147,11 @@ func TestTargets(t *testing.T) {
 			mapper:    testMapper(nil),
 			pods:      []*corev1.Pod{pod("vllm-0"), pod("elsewhere", withNode("gpu-node-2"), withIP("10.1.0.8"))},
 			exporters: []*corev1.Pod{exporter},
-			want: []collector.Target{
-				{Replica: "elsewhere", MetricsURL: "http://10.1.0.8:8000/metrics", OpenAIURL: "http://10.1.0.8:8000/v1"},
+			want: []watch.Target{
+				{Replica: "llm/elsewhere", Namespace: "llm", Pod: "elsewhere", MetricsURL: "http://10.1.0.8:8000/metrics", OpenAIURL: "http://10.1.0.8:8000/v1"},
 				{
-					Replica: "vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
-					DCGM: &collector.DCGMTarget{
+					Replica: "llm/vllm-0", Namespace: "llm", Pod: "vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
+					DCGM: &watch.DCGMTarget{
 						URL:       "http://10.1.0.2:9400/metrics",
 						Selectors: []collector.GPUSelector{{Pod: "vllm-0", Namespace: "llm"}},
 					},
@@ -156,19 +163,19 @@ func TestTargets(t *testing.T) {
 			mapper:    testMapper(func(c *config.Kubernetes) { c.DCGM = nil }),
 			pods:      []*corev1.Pod{pod("vllm-0")},
 			exporters: []*corev1.Pod{exporter},
-			want:      []collector.Target{{Replica: "vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
+			want:      []watch.Target{{Replica: "llm/vllm-0", Namespace: "llm", Pod: "vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
 		},
 		{
 			name:   "an IPv6 pod IP is bracketed in its URLs",
 			mapper: testMapper(nil),
 			pods:   []*corev1.Pod{pod("v6", withIP("fd00::7"))},
-			want:   []collector.Target{{Replica: "v6", MetricsURL: "http://[fd00::7]:8000/metrics", OpenAIURL: "http://[fd00::7]:8000/v1"}},
+			want:   []watch.Target{{Replica: "llm/v6", Namespace: "llm", Pod: "v6", MetricsURL: "http://[fd00::7]:8000/metrics", OpenAIURL: "http://[fd00::7]:8000/v1"}},
 		},
 		{
 			name:   "a bad port annotation skips the pod and says which annotation",
 			mapper: testMapper(nil),
 			pods:   []*corev1.Pod{pod("bad", withAnnotation("kneewatch.dev/metrics-port", "http")), pod("good")},
-			want:   []collector.Target{{Replica: "good", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
+			want:   []watch.Target{{Replica: "llm/good", Namespace: "llm", Pod: "good", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
 			problems: []string{
 				`llm/bad: annotation kneewatch.dev/metrics-port="http" is not a port (want 1-65535); pod skipped`,
 			},
@@ -195,7 +202,7 @@ func TestTargets(t *testing.T) {
 			name:   "a bad OpenAI URL annotation falls back to the derived URL",
 			mapper: testMapper(nil),
 			pods:   []*corev1.Pod{pod("p", withAnnotation("kneewatch.dev/openai-url", "llm:8000"))},
-			want:   []collector.Target{{Replica: "p", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
+			want:   []watch.Target{{Replica: "llm/p", Namespace: "llm", Pod: "p", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
 			problems: []string{
 				`llm/p: annotation kneewatch.dev/openai-url="llm:8000" is not an http(s) URL; using http://10.1.0.7:8000/v1`,
 			},
@@ -204,37 +211,105 @@ func TestTargets(t *testing.T) {
 			name:     "an unknown engine label is reported and the engine auto-detected",
 			mapper:   testMapper(nil),
 			pods:     []*corev1.Pod{pod("p", withLabel("kneewatch.dev/engine", "ollama"))},
-			want:     []collector.Target{{Replica: "p", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
+			want:     []watch.Target{{Replica: "llm/p", Namespace: "llm", Pod: "p", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
 			problems: []string{`llm/p: label kneewatch.dev/engine="ollama" is not an engine (want vllm, sglang, tgi or trtllm); auto-detecting`},
 		},
 		{
 			name:     "a profile label naming no profile leaves the replica without a knee",
 			mapper:   testMapper(nil),
 			pods:     []*corev1.Pod{pod("p", withLabel("kneewatch.dev/profile", "mistral"))},
-			want:     []collector.Target{{Replica: "p", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
+			want:     []watch.Target{{Replica: "llm/p", Namespace: "llm", Pod: "p", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"}},
 			problems: []string{`llm/p: label kneewatch.dev/profile="mistral" names no configured profile; the replica has no knee`},
 		},
 		{
-			name:   "pods sharing a name across namespaces are told apart by namespace, the others keep their name",
+			name:   "replicas are always namespace/pod, whatever other namespaces hold",
 			mapper: testMapper(nil),
 			pods: []*corev1.Pod{
 				pod("vllm-0", withNamespace("b")), pod("vllm-0", withNamespace("a"), withIP("10.1.0.9")),
 				pod("vllm-1", withNamespace("a"), withIP("10.1.0.10")),
 				pod("vllm-1", withNamespace("b"), withPhase(corev1.PodSucceeded)),
 			},
-			want: []collector.Target{
-				{Replica: "a/vllm-0", MetricsURL: "http://10.1.0.9:8000/metrics", OpenAIURL: "http://10.1.0.9:8000/v1"},
-				{Replica: "b/vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"},
-				{Replica: "vllm-1", MetricsURL: "http://10.1.0.10:8000/metrics", OpenAIURL: "http://10.1.0.10:8000/v1"},
+			want: []watch.Target{
+				{Replica: "a/vllm-0", Namespace: "a", Pod: "vllm-0", MetricsURL: "http://10.1.0.9:8000/metrics", OpenAIURL: "http://10.1.0.9:8000/v1"},
+				{Replica: "a/vllm-1", Namespace: "a", Pod: "vllm-1", MetricsURL: "http://10.1.0.10:8000/metrics", OpenAIURL: "http://10.1.0.10:8000/v1"},
+				{Replica: "b/vllm-0", Namespace: "b", Pod: "vllm-0", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"},
 			},
+			counts: PodCounts{Ready: 3, Finished: 1},
+		},
+		{
+			name:   "a Running pod that is not Ready is not a replica, only counted",
+			mapper: testMapper(nil),
+			pods:   []*corev1.Pod{pod("ready"), pod("out-of-rotation", unready), pod("no-condition", func(p *corev1.Pod) { p.Status.Conditions = nil })},
+			want: []watch.Target{
+				{Replica: "llm/ready", Namespace: "llm", Pod: "ready", MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1"},
+			},
+			counts: PodCounts{Ready: 1, Unready: 2},
+		},
+		{
+			name:   "the model annotation holds a model name with a slash and matches its profile",
+			mapper: testMapper(nil),
+			pods:   []*corev1.Pod{pod("m", withAnnotation("kneewatch.dev/model", "meta-llama/Llama-3.1-8B-Instruct"))},
+			want: []watch.Target{{
+				Replica: "llm/m", Namespace: "llm", Pod: "m", ProfileName: "llama-3.1-8b",
+				MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
+			}},
+		},
+		{
+			name:   "a model label spells / as --",
+			mapper: testMapper(func(c *config.Kubernetes) { c.ModelLabel = "model" }),
+			pods:   []*corev1.Pod{pod("m", withLabel("model", "meta-llama--Llama-3.1-8B-Instruct"))},
+			want: []watch.Target{{
+				Replica: "llm/m", Namespace: "llm", Pod: "m", ProfileName: "llama-3.1-8b",
+				MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
+			}},
+		},
+		{
+			name: "a declared model the engine contradicts leaves the replica without a knee, and says why",
+			mapper: func() mapper {
+				m := testMapper(nil)
+				m.modelOf = func(string) string { return "qwen" }
+				return m
+			}(),
+			pods: []*corev1.Pod{pod("m", withAnnotation("kneewatch.dev/model", "meta-llama/Llama-3.1-8B-Instruct"))},
+			want: []watch.Target{{
+				Replica: "llm/m", Namespace: "llm", Pod: "m",
+				MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
+			}},
+			problems: []string{`llm/m: annotation kneewatch.dev/model declares model "meta-llama/Llama-3.1-8B-Instruct" but the engine reports "qwen"; the replica has no knee until they agree`},
+		},
+		{
+			name: "a declared model the engine confirms keeps its profile",
+			mapper: func() mapper {
+				m := testMapper(nil)
+				m.modelOf = func(string) string { return "meta-llama/Llama-3.1-8B-Instruct" }
+				return m
+			}(),
+			pods: []*corev1.Pod{pod("m", withAnnotation("kneewatch.dev/model", "meta-llama/Llama-3.1-8B-Instruct"))},
+			want: []watch.Target{{
+				Replica: "llm/m", Namespace: "llm", Pod: "m", ProfileName: "llama-3.1-8b",
+				MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
+			}},
+		},
+		{
+			name:   "the model annotation wins over the model label",
+			mapper: testMapper(func(c *config.Kubernetes) { c.ModelLabel = "model" }),
+			pods:   []*corev1.Pod{pod("m", withLabel("model", "llama"), withAnnotation("kneewatch.dev/model", "qwen"))},
+			want: []watch.Target{{
+				Replica: "llm/m", Namespace: "llm", Pod: "m", ProfileName: "qwen",
+				MetricsURL: "http://10.1.0.7:8000/metrics", OpenAIURL: "http://10.1.0.7:8000/v1",
+			}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, problems := tt.mapper.targets(tt.pods, tt.exporters)
+			res := tt.mapper.targets(tt.pods, tt.exporters)
+			got, problems, counts := res.targets, res.problems, res.counts
+			if tt.counts != (PodCounts{}) && counts != tt.counts {
+				t.Errorf("pod counts = %+v, want %+v", counts, tt.counts)
+			}
 			opts := cmp.Options{
-				cmpopts.IgnoreFields(collector.Target{}, "Client", "Profile", "SLO"),
-				cmpopts.IgnoreFields(collector.DCGMTarget{}, "Client"),
+				cmpopts.IgnoreFields(watch.Target{}, "Client", "Profile", "SLO"),
+				cmpopts.IgnoreFields(watch.DCGMTarget{}, "Client"),
 			}
 			if diff := cmp.Diff(tt.want, got, opts); diff != "" {
 				t.Errorf("targets (-want +got):\n%s", diff)
@@ -295,14 +370,14 @@ func TestGPUProduct(t *testing.T) {
 }
 
 func TestModelsFrom(t *testing.T) {
-	round := &collector.Round{Replicas: []collector.ReplicaEval{
+	round := &watch.Round{Replicas: []watch.ReplicaEval{
 		{Replica: "a", Model: "llama"},
 		{Replica: "b"},
 		{Replica: "c", Model: "qwen"},
 	}}
 	tests := []struct {
 		name    string
-		latest  *collector.Round
+		latest  *watch.Round
 		replica string
 		want    string
 	}{
@@ -313,7 +388,7 @@ func TestModelsFrom(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ModelsFrom(func() *collector.Round { return tt.latest })(tt.replica); got != tt.want {
+			if got := ModelsFrom(func() *watch.Round { return tt.latest })(tt.replica); got != tt.want {
 				t.Errorf("model of %s = %q, want %q", tt.replica, got, tt.want)
 			}
 		})

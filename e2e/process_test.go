@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/kneewatch/kneewatch/internal/testtools"
 )
 
@@ -176,4 +178,42 @@ func runKneewatch(t *testing.T, bin string, args ...string) string {
 		t.Fatalf("kneewatch %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// startKneewatch writes the rules kneewatch generates from configPath into
+// dir and starts `kneewatch serve` with them, at the tests' evaluation
+// interval and window; it returns the process, its address and the rule
+// file for Prometheus.
+func startKneewatch(t *testing.T, dir, bin, configPath string) (kw *process, addr, rulesPath string) {
+	t.Helper()
+	rulesPath = filepath.Join(dir, "kneewatch.rules.yml")
+	runKneewatch(t, bin, "rules", "--config.file", configPath, "--evaluation.window", model.Duration(evalWindow).String(), "--out", rulesPath)
+	addr = freeAddr(t)
+	kw = startProcess(t, dir, "kneewatch", bin, "serve", "--config.file", configPath,
+		"--web.listen-address", addr, "--evaluation.interval", evalInterval.String(), "--evaluation.window", evalWindow.String())
+	kw.waitReady(t, "http://"+addr+"/-/ready", 30*time.Second)
+	return kw, addr, rulesPath
+}
+
+// startAlertmanager starts a single Alertmanager (no cluster) with config.
+func startAlertmanager(t *testing.T, dir, bin, config string) (am *process, addr string) {
+	t.Helper()
+	addr = freeAddr(t)
+	writeFile(t, filepath.Join(dir, "alertmanager.yml"), config)
+	am = startProcess(t, dir, "alertmanager", bin, "--config.file=alertmanager.yml",
+		"--storage.path="+filepath.Join(dir, "alertmanager-data"), "--web.listen-address="+addr, "--cluster.listen-address=")
+	am.waitReady(t, "http://"+addr+"/-/ready", 30*time.Second)
+	return am, addr
+}
+
+// startPrometheus starts Prometheus with config, its address chosen first
+// so config may not name it.
+func startPrometheus(t *testing.T, dir, bin, config string) (prom *process, addr string) {
+	t.Helper()
+	addr = freeAddr(t)
+	writeFile(t, filepath.Join(dir, "prometheus.yml"), config)
+	prom = startProcess(t, dir, "prometheus", bin, "--config.file=prometheus.yml",
+		"--storage.tsdb.path="+filepath.Join(dir, "prometheus-data"), "--web.listen-address="+addr)
+	prom.waitReady(t, "http://"+addr+"/-/ready", 60*time.Second)
+	return prom, addr
 }

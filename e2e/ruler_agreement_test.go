@@ -16,11 +16,13 @@ import (
 	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/knee"
 	"github.com/kneewatch/kneewatch/rules"
+	"github.com/kneewatch/kneewatch/watch"
 )
 
 // agreementTolerance is the largest relative difference allowed between the
-// ruler group's headroom and the Go inference's 1 − load ratio (issue 6).
-const agreementTolerance = 0.01
+// ruler group's ratios and headroom and the Go inference's: the same
+// arithmetic in another order, so only rounding apart (issue 6).
+const agreementTolerance = 1e-9
 
 // rulerReplica is one replica of the fixed scrape history: its knee, its
 // data-parallel engines, and the in-flight load each engine has at scrape i.
@@ -32,6 +34,12 @@ type rulerReplica struct {
 	load func(i, engine int, rng *rand.Rand) (running, waiting float64)
 	// missed lists scrapes that failed (no sample on either side).
 	missed map[int]bool
+	// kvPerRequest is each in-flight request's share of the KV cache
+	// (0.01 when zero), and kvBound a knee the KV cache limited, at
+	// kvAtKnee usage.
+	kvPerRequest float64
+	kvBound      bool
+	kvAtKnee     float64
 }
 
 // rulerHistory is the fixed input: three replicas scraped about every
@@ -56,6 +64,13 @@ func rulerHistory() []rulerReplica {
 		{name: "vllm-2", knee: 8, engines: 1, load: func(i, _ int, rng *rand.Rand) (float64, float64) {
 			return float64(4 + (i/15)%6), float64(rng.IntN(2) * ((i / 15) % 2))
 		}, missed: map[int]bool{30: true, 31: true, 100: true, 177: true}},
+		// A KV-bound knee (long contexts): the KV cache fills faster than
+		// concurrency rises, so the kv_cache dimension sets the headroom
+		// for most of the ramp.
+		{name: "vllm-3", knee: 30, engines: 2, kvPerRequest: 0.04, kvBound: true, kvAtKnee: 0.6,
+			load: func(i, _ int, rng *rand.Rand) (float64, float64) {
+				return math.Max(0, math.Round(2+8*float64(i)/240+rng.NormFloat64())), float64(rng.IntN(2))
+			}},
 	}
 }
 
@@ -83,8 +98,11 @@ func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) 
 // would hold (the raw vLLM gauges with the scrape job's replica label, and
 // the knee series kneewatch's exporter publishes), to the ruler group's
 // recording rules evaluated by Prometheus's own PromQL engine. At every
-// scrape of every replica, the ruler's headroom must be within 1% of
-// 1 − the Go load ratio, and its in-flight mean equal to the Go load.
+// scrape of every replica, for each dimension the group covers (load and
+// kv_cache), the ruler's knee ratio must be within a relative 1e-9 of the
+// Go ratio, its in-flight and KV means equal to the Go observation's, and
+// its headroom within 1e-9 of 1 − the larger of the two Go ratios, and of
+// the Go headroom itself whenever a covered dimension set it.
 func TestRulerGroupAgreesWithTheGoInference(t *testing.T) {
 	for _, window := range []time.Duration{10 * time.Second, time.Minute} {
 		t.Run("window "+window.String(), func(t *testing.T) {
@@ -96,7 +114,7 @@ func TestRulerGroupAgreesWithTheGoInference(t *testing.T) {
 func checkRulerAgreement(t *testing.T, window time.Duration) {
 	opts := rules.DefaultOptions()
 	opts.Ruler.Window = window
-	headroomExpr, inflightExpr := rulerExpressions(t, opts)
+	exprs := rulerExpressions(t, opts)
 
 	const scrapes = 240
 	const model = "meta-llama/Llama-3.1-8B-Instruct"
@@ -117,26 +135,33 @@ func checkRulerAgreement(t *testing.T, window time.Duration) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		k := knee.Knee{Concurrency: h.knee, OutputTokensPerSecond: 40 * h.knee, GoodputTokensPerSecond: 39 * h.knee, KVCacheUsage: 0.3, LimitingResource: knee.ResourceCompute}
+		if h.kvBound {
+			k.KVCacheUsage, k.LimitingResource = h.kvAtKnee, knee.ResourceKVCache
+		}
 		p := &knee.Profile{
 			APIVersion: knee.APIVersion, Kind: knee.Kind,
 			Metadata: knee.Metadata{Name: fmt.Sprintf("llama-8b-h100-k%g", h.knee)},
 			Match:    knee.Match{Model: model, Engine: "vllm"},
 			SLO:      slo,
-			Knee:     knee.Knee{Concurrency: h.knee, OutputTokensPerSecond: 40 * h.knee, GoodputTokensPerSecond: 39 * h.knee, KVCacheUsage: 0.3, LimitingResource: knee.ResourceCompute},
+			Knee:     k,
 		}
 		states[i] = &replicaState{rulerReplica: h, profile: p, window: w, generated: make([]float64, h.engines)}
 	}
 
 	// What kneewatch exports after each round, read through its own
 	// exporter and registry, as Prometheus scrapes it.
-	var round *collector.Round
+	var round *watch.Round
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector.NewExporter(func() *collector.Round { return round }))
+	reg.MustRegister(watch.NewExporter(func() *watch.Round { return round }))
 
 	type goResult struct {
-		at       time.Time
-		load     float64
-		headroom float64 // 1 − the load ratio
+		at        time.Time
+		load, kv  float64 // the observation's means
+		ratios    knee.Ratios
+		headroom  float64 // kneewatch's own
+		dimension knee.Dimension
+		covered   float64 // 1 − the larger of the load and kv_cache ratios
 	}
 	results := map[string][]goResult{}
 
@@ -146,16 +171,21 @@ func checkRulerAgreement(t *testing.T, window time.Duration) {
 		// Rounds are about a second apart; replicas are scraped a few
 		// milliseconds apart within a round.
 		at = at.Add(time.Duration(900+rng.IntN(200)) * time.Millisecond)
-		var evals []collector.ReplicaEval
+		var evals []watch.ReplicaEval
 		for r, s := range states {
 			scrapedAt := at.Add(time.Duration(r*37) * time.Millisecond)
 			running, waiting, kv := make([]float64, s.engines), make([]float64, s.engines), make([]float64, s.engines)
+			perRequest := s.kvPerRequest
+			if perRequest == 0 {
+				perRequest = 0.01
+			}
 			for e := range s.engines {
 				running[e], waiting[e] = s.load(i, e, rng)
-				kv[e] = math.Min(1, 0.01*(running[e]+waiting[e]))
+				// Engines of one replica fill their caches unevenly.
+				kv[e] = math.Min(1, perRequest*(running[e]+waiting[e])+0.01*float64(e))
 				s.generated[e] += 30 * running[e]
 			}
-			eval := collector.ReplicaEval{Replica: s.name, Model: model, Profile: s.profile.Metadata.Name, SLO: &s.profile.SLO, Knee: &s.profile.Knee}
+			eval := watch.ReplicaEval{Replica: s.name, Model: model, Profile: s.profile.Metadata.Name, SLO: &s.profile.SLO, Knee: &s.profile.Knee}
 			if s.missed[i] {
 				eval.Observation, eval.Result = knee.NewObservation(), knee.Evaluate(knee.NewObservation(), nil, knee.Options{})
 				evals = append(evals, eval)
@@ -180,7 +210,12 @@ func checkRulerAgreement(t *testing.T, window time.Duration) {
 			if !res.OK {
 				t.Fatalf("%s at scrape %d: evaluation not ok: %s", s.name, i, res.Reason)
 			}
-			results[s.name] = append(results[s.name], goResult{at: scrapedAt, load: res.Load, headroom: 1 - res.Ratios[knee.DimensionLoad]})
+			covered := res.Ratios[knee.DimensionLoad]
+			if knee.Known(res.Ratios[knee.DimensionKVCache]) {
+				covered = math.Max(covered, res.Ratios[knee.DimensionKVCache])
+			}
+			results[s.name] = append(results[s.name], goResult{at: scrapedAt, load: res.Load, kv: obs.KVCacheUsage,
+				ratios: res.Ratios, headroom: res.Headroom, dimension: res.Dimension, covered: 1 - covered})
 			eval.EngineUp, eval.Observation, eval.Result = true, obs, res
 			evals = append(evals, eval)
 
@@ -191,7 +226,7 @@ func checkRulerAgreement(t *testing.T, window time.Duration) {
 				"job": "vllm", "instance": fmt.Sprintf("10.0.0.%d:8000", r+7), "replica": s.name,
 			})
 		}
-		round = &collector.Round{At: at, Replicas: evals, Evaluations: uint64(i + 1)}
+		round = &watch.Round{At: at, Replicas: evals, Evaluations: uint64(i + 1)}
 		gathered, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -200,35 +235,55 @@ func checkRulerAgreement(t *testing.T, window time.Duration) {
 	}
 
 	ng := newEngine(t)
-	var compared int
-	var worst float64
-	var worstAt string
+	var compared, setByKV, setByCovered int
+	worst := map[string]float64{}
+	worstAt := map[string]string{}
+	check := func(what, name string, at time.Duration, ruler, goValue float64) {
+		rel := math.Abs(ruler-goValue) / math.Max(math.Abs(goValue), 1e-9)
+		if ruler == goValue {
+			rel = 0
+		}
+		if rel > worst[what] {
+			worst[what], worstAt[what] = rel, fmt.Sprintf("%s at %s (ruler %v, Go %v)", name, at, ruler, goValue)
+		}
+		if rel > agreementTolerance {
+			t.Errorf("%s at %s: ruler %s %v, Go %v: %.3g%% apart", name, at, what, ruler, goValue, rel*100)
+		}
+	}
 	for _, s := range states {
 		for _, g := range results[s.name] {
+			since := g.at.Sub(start)
 			// Rules run against what Prometheus holds at evaluation time:
 			// the knee series from kneewatch's previous scrape, looked back.
-			h := vectorValue(t, instantQuery(t, ng, store, headroomExpr, g.at), s.name)
-			in := vectorValue(t, instantQuery(t, ng, store, inflightExpr, g.at), s.name)
-			if math.IsNaN(h) || math.IsNaN(in) {
+			h := vectorValue(t, instantQuery(t, ng, store, exprs["headroom"], g.at), s.name)
+			in := vectorValue(t, instantQuery(t, ng, store, exprs["inflight"], g.at), s.name)
+			kv := vectorValue(t, instantQuery(t, ng, store, exprs["kv"], g.at), s.name)
+			ratios := instantQuery(t, ng, store, exprs["ratio"], g.at)
+			load := dimensionValue(t, ratios, s.name, "load")
+			kvRatio := dimensionValue(t, ratios, s.name, "kv_cache")
+			if math.IsNaN(h) || math.IsNaN(in) || math.IsNaN(load) || math.IsNaN(kvRatio) {
 				// Before kneewatch's first scrape there is no knee series.
-				if g.at.Sub(start) > 2*time.Second {
-					t.Errorf("%s at %s: the ruler has no value (headroom %v, in-flight %v)", s.name, g.at.Sub(start), h, in)
+				if since > 2*time.Second {
+					t.Errorf("%s at %s: the ruler has no value (headroom %v, in-flight %v, load ratio %v, kv_cache ratio %v)", s.name, since, h, in, load, kvRatio)
 				}
 				continue
 			}
 			compared++
 			if math.Abs(in-g.load) > 1e-9*math.Max(1, g.load) {
-				t.Errorf("%s at %s: ruler in-flight %v, Go load %v", s.name, g.at.Sub(start), in, g.load)
+				t.Errorf("%s at %s: ruler in-flight %v, Go load %v", s.name, since, in, g.load)
 			}
-			rel := math.Abs(h-g.headroom) / math.Max(math.Abs(g.headroom), 1e-9)
-			if h == g.headroom {
-				rel = 0
+			if math.Abs(kv-g.kv) > 1e-9 {
+				t.Errorf("%s at %s: ruler KV usage %v, Go %v", s.name, since, kv, g.kv)
 			}
-			if rel > worst {
-				worst, worstAt = rel, fmt.Sprintf("%s at %s (ruler %v, Go %v)", s.name, g.at.Sub(start), h, g.headroom)
+			check("load ratio", s.name, since, load, g.ratios[knee.DimensionLoad])
+			check("kv_cache ratio", s.name, since, kvRatio, g.ratios[knee.DimensionKVCache])
+			check("headroom", s.name, since, h, g.covered)
+			if g.dimension == knee.DimensionLoad || g.dimension == knee.DimensionKVCache {
+				setByCovered++
+				check("headroom (kneewatch's)", s.name, since, h, g.headroom)
 			}
-			if rel > agreementTolerance {
-				t.Errorf("%s at %s: ruler headroom %v, Go 1 − load ratio %v: %.3g%% apart", s.name, g.at.Sub(start), h, g.headroom, rel*100)
+			if g.dimension == knee.DimensionKVCache {
+				setByKV++
 			}
 		}
 	}
@@ -236,17 +291,36 @@ func checkRulerAgreement(t *testing.T, window time.Duration) {
 	if compared < want {
 		t.Errorf("compared %d values, want at least %d", compared, want)
 	}
-	t.Logf("window %s: compared %d ruler headrooms with the Go inference; largest relative difference %.3g (%s)", window, compared, worst, worstAt)
+	if setByKV < scrapes/2 {
+		t.Errorf("the kv_cache dimension set kneewatch's headroom %d times, want at least %d: the test no longer shows the ruler follows it", setByKV, scrapes/2)
+	}
+	t.Logf("window %s: compared %d evaluations (%d set by load or kv_cache, %d by kv_cache); largest relative differences: %v at %v",
+		window, compared, setByCovered, setByKV, worst, worstAt)
 }
 
-// rulerExpressions returns the expressions of the ruler group's headroom
-// and in-flight recording rules, as `kneewatch rules` prints them.
-func rulerExpressions(t *testing.T, o rules.Options) (headroom, inflight string) {
+// dimensionValue is the ruler's knee ratio of replica for one dimension,
+// or NaN when there is none.
+func dimensionValue(t *testing.T, v promql.Vector, replica, dimension string) float64 {
+	t.Helper()
+	var only promql.Vector
+	for _, s := range v {
+		if s.Metric.Get("dimension") == dimension {
+			only = append(only, s)
+		}
+	}
+	return vectorValue(t, only, replica)
+}
+
+// rulerExpressions returns the expressions of the ruler group's records,
+// as `kneewatch rules` prints them: "headroom", "ratio" (every covered
+// dimension's knee ratio), "inflight" and "kv" (the raw means).
+func rulerExpressions(t *testing.T, o rules.Options) map[string]string {
 	t.Helper()
 	groups, err := rules.Generate(o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := map[string]string{}
 	for _, g := range groups {
 		if g.Name != "kneewatch-ruler" {
 			continue
@@ -254,16 +328,22 @@ func rulerExpressions(t *testing.T, o rules.Options) (headroom, inflight string)
 		for _, r := range g.Rules {
 			switch {
 			case strings.HasPrefix(r.Record, "kneewatch:replica_headroom_ratio:"):
-				headroom = r.Expr
+				out["headroom"] = r.Expr
+			case strings.HasPrefix(r.Record, "kneewatch:replica_knee_ratio:"):
+				out["ratio"] = r.Expr
 			case strings.HasPrefix(r.Record, "kneewatch:replica_inflight_requests:"):
-				inflight = r.Expr
+				out["inflight"] = r.Expr
+			case strings.HasPrefix(r.Record, "kneewatch:replica_kv_cache_usage_ratio:"):
+				out["kv"] = r.Expr
 			}
 		}
 	}
-	if headroom == "" || inflight == "" {
-		t.Fatal("the generated rules have no kneewatch-ruler headroom and in-flight records")
+	for _, k := range []string{"headroom", "ratio", "inflight", "kv"} {
+		if out[k] == "" {
+			t.Fatalf("the generated rules have no kneewatch-ruler %s record", k)
+		}
 	}
-	return headroom, inflight
+	return out
 }
 
 // vectorValue is the sample of replica in v, or NaN when there is none; a

@@ -16,6 +16,9 @@ type notification struct {
 	Status      string // firing or resolved
 	Labels      map[string]string
 	Annotations map[string]string
+	// GroupLabels are the labels of the Alertmanager group the alert was
+	// notified in (the route's group_by).
+	GroupLabels map[string]string
 	StartsAt    time.Time
 	EndsAt      time.Time
 }
@@ -23,9 +26,10 @@ type notification struct {
 // webhookPayload is the part of Alertmanager's webhook body (version 4)
 // the test reads.
 type webhookPayload struct {
-	Version string `json:"version"`
-	Status  string `json:"status"`
-	Alerts  []struct {
+	Version     string            `json:"version"`
+	Status      string            `json:"status"`
+	GroupLabels map[string]string `json:"groupLabels"`
+	Alerts      []struct {
 		Status      string            `json:"status"`
 		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations"`
@@ -66,7 +70,7 @@ func (w *webhook) serve(rw http.ResponseWriter, r *http.Request) {
 	for _, a := range p.Alerts {
 		w.got = append(w.got, notification{
 			Received: received, Status: a.Status, Labels: a.Labels, Annotations: a.Annotations,
-			StartsAt: a.StartsAt, EndsAt: a.EndsAt,
+			GroupLabels: p.GroupLabels, StartsAt: a.StartsAt, EndsAt: a.EndsAt,
 		})
 	}
 }

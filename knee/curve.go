@@ -1,5 +1,7 @@
 package knee
 
+import "math"
+
 // CurvePoint is the profile's measured curve read at one concurrency: what
 // the replica did at that load during the sweep.
 type CurvePoint struct {
@@ -175,4 +177,66 @@ func PointAt(points []Point, c float64) (Point, bool) {
 		}
 	}
 	return Point{}, false
+}
+
+// minOutputElasticity is how steep the profile's curve must be where an
+// output rate is read on it for that reading to count as a load: the
+// elasticity d ln(tokens/s) ÷ d ln(concurrency), so a throughput error of ε
+// reads as a load error of at most ε ÷ minOutputElasticity = 2ε.
+//
+// The output side of the throughput dimension reads above the load ratio
+// only when the replica makes more tokens at its load than its profile
+// did, and near a compute-bound knee the curve is nearly flat: there the
+// window's few percent of throughput noise was read as load. The demo's
+// replica held at 0.9 of its knee (true headroom +0.10) made 4% more tokens
+// than its profile in some 30 s windows and read headroom −0.03 from
+// throughput. Where the curve still climbs (light load, or a KV-bound knee
+// reached while throughput grows) the reading is as good as the load's and
+// still counts.
+const minOutputElasticity = 0.5
+
+// outputRateResolvesLoad reports whether an output rate that reads as
+// ratio on the load scale (throughputLoadRatio) lands where the profile's
+// curve is steep enough to tell loads apart: its elasticity over the
+// octave below the concurrency read (the knee's, from the knee's rate up)
+// is at least minOutputElasticity.
+func (p *Profile) outputRateResolvesLoad(ratio float64) bool {
+	if !Known(ratio) {
+		return false
+	}
+	c := min(ratio, 1) * p.Knee.Concurrency
+	hi, okHi := p.CurveAt(c)
+	lo, okLo := p.CurveAt(c / 2)
+	if !okHi || !okLo || !(lo.OutputTokensPerSecond > 0) || !(hi.OutputTokensPerSecond > 0) {
+		// No curve to judge by (a knee without points): the reading is
+		// the plain rate ÷ the knee's, as before.
+		return true
+	}
+	return math.Log2(hi.OutputTokensPerSecond/lo.OutputTokensPerSecond) >= minOutputElasticity
+}
+
+// outputAtRunning is the profile's output tokens/s with running requests
+// in the batch, read linearly between the sweep points' mean running
+// counts (from zero below the first). Points whose running count did not
+// rise past an earlier point's (the batch full at max_num_seqs, the rest
+// queued) are passed over, and past the fullest batch the output is that
+// point's. ok is false when running is unknown or negative, or when the
+// points did not record their running batch (a sweep without engine
+// metrics).
+func (p *Profile) outputAtRunning(running float64) (float64, bool) {
+	if !nonNegative(running) || len(p.Points) == 0 || !(p.Points[0].Running > 0) {
+		return 0, false
+	}
+	prevR, prevT := 0.0, 0.0
+	for i := range p.Points {
+		pt := &p.Points[i]
+		if pt.Running <= prevR {
+			continue
+		}
+		if running <= pt.Running {
+			return lerp(prevT, pt.OutputTokensPerSecond, (running-prevR)/(pt.Running-prevR)), true
+		}
+		prevR, prevT = pt.Running, pt.OutputTokensPerSecond
+	}
+	return prevT, true
 }

@@ -109,3 +109,48 @@ func TestThroughputLoadRatio(t *testing.T) {
 		})
 	}
 }
+
+func TestOutputRateCountsOnlyWhereTheCurveTellsLoadsApart(t *testing.T) {
+	// A compute-bound curve that flattens well before its knee: from 96 to
+	// 191 in flight, tokens/s grow by 13% (elasticity 0.18).
+	flat := &Profile{
+		SLO: SLO{TTFT: Duration(200e6), TPOT: Duration(20e6), Quantile: 0.99},
+		Points: []Point{
+			{Concurrency: 1, OutputTokensPerSecond: 100, MeetsSLO: true},
+			{Concurrency: 48, OutputTokensPerSecond: 4000, MeetsSLO: true},
+			{Concurrency: 96, OutputTokensPerSecond: 5200, MeetsSLO: true},
+			{Concurrency: 191, OutputTokensPerSecond: 5900, MeetsSLO: true},
+			{Concurrency: 300, OutputTokensPerSecond: 6000},
+		},
+		Knee: Knee{Concurrency: 191, OutputTokensPerSecond: 5900, LimitingResource: ResourceCompute},
+	}
+	expected, _ := flat.CurveAt(171)
+	tests := []struct {
+		name      string
+		profile   *Profile
+		obs       Observation
+		want      float64
+		wantDim   Dimension
+		wantRatio bool // the throughput ratio is known
+	}{
+		{"4% more tokens than the profile near a flat knee is noise, not load",
+			flat, observe(171, output(1.04*expected.OutputTokensPerSecond)), 1 - 171.0/191, DimensionLoad, false},
+		{"tokens above the knee's rate on a flat curve do not read as past the knee",
+			flat, observe(150, output(6100)), 1 - 150.0/191, DimensionLoad, false},
+		{"on the steep part of a flat-topped curve tokens still read as load",
+			flat, observe(20, output(3000)), 1 - 35.5/191, DimensionThroughput, true},
+		{"a knee reached while tokens still climb keeps its throughput reading",
+			computeProfile(), observe(90, output(12000)), -0.2, DimensionThroughput, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Evaluate(tt.obs, tt.profile, Options{EffectiveLoadMinRatio: math.Inf(1)})
+			if math.Abs(r.Headroom-tt.want) > 0.01 || r.Dimension != tt.wantDim {
+				t.Errorf("headroom %.3f from %s, want %.3f from %s", r.Headroom, r.Dimension, tt.want, tt.wantDim)
+			}
+			if got := Known(r.Ratios[DimensionThroughput]); got != tt.wantRatio {
+				t.Errorf("throughput ratio %v, known %v, want known %v", r.Ratios[DimensionThroughput], got, tt.wantRatio)
+			}
+		})
+	}
+}

@@ -8,8 +8,8 @@
 // Load and Parse read schema v1 strictly and validate it; every error names
 // the file, the line and the field ("profile.yaml: line 15: slo.quantile:
 // must be in (0,1), got 1.5"). Save and Marshal write it back so that Parse
-// returns an equal profile. FindFromPoints and FindInterpolated pick the knee
-// from sweep points; CurveAt reads the measured curve at any load.
+// returns an equal profile. FindFromPoints picks the knee from sweep points;
+// CurveAt reads the measured curve at any load.
 //
 // # Inference
 //

@@ -126,6 +126,11 @@ type Result struct {
 	TTFTSLORatio float64
 	TPOTSLORatio float64
 
+	// KVCacheReference is the KV-cache usage at which the kv_cache ratio
+	// reads 1, exported so a ruler can recompute that ratio from the raw
+	// engine series (see rules' ruler group).
+	KVCacheReference float64
+
 	// Leading indicators.
 	KVPressure           float64 // KV usage − the knee's KV usage; > 0 is fuller than at the knee
 	PreemptionsPerSecond float64
@@ -218,7 +223,16 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	}
 
 	nan := Unknown()
-	shift := p.mixShiftAt(obs.MeanPromptTokens, obs.MeanOutputTokens)
+	// Means over too few requests are noise, not a shift in the mix: a
+	// long-context replica finishing ten requests a minute read a mean
+	// prompt 30% over its profile's in some windows, moved its knee and
+	// counted its prompt rate as load for that minute.
+	meanPrompt, meanOutput := obs.MeanPromptTokens, obs.MeanOutputTokens
+	mixJudged := !Known(obs.MixRequests) || obs.MixRequests >= MinMixRequests
+	if !mixJudged {
+		meanPrompt, meanOutput = nan, nan
+	}
+	shift := p.mixShiftAt(meanPrompt, meanOutput)
 	r := Result{
 		OK:                    true,
 		Load:                  load,
@@ -237,20 +251,24 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	out := obs.OutputTokensPerSecond
 	if nonNegative(out) {
 		r.OutputTokensPerSecond = out
-		r.Ratios[DimensionThroughput] = p.throughputLoadRatio(out / (shift.rate * shift.output))
+		if ratio := p.throughputLoadRatio(out / (shift.rate * shift.output)); p.outputRateResolvesLoad(ratio) {
+			r.Ratios[DimensionThroughput] = ratio
+		}
 	}
-	if prompt := obs.PromptTokensPerSecond; nonNegative(prompt) && promptsGrew(obs.MeanPromptTokens, p.Workload.MeanPromptTokens) {
-		r.Ratios[DimensionThroughput] = maxKnown(r.Ratios[DimensionThroughput], p.rateLoadRatio(prompt/(shift.rate*shift.prompt), promptRate))
+	// The prompt side counts beside a mix model too, read on the profile's
+	// own curve (not divided by the moved knee's rates): the model's moved
+	// knee follows a chat replica turning toward RAG too slowly (on the
+	// scripted mix shift it read a knee of 57 in flight where the truth was
+	// 36), and the prefill work read on the chat curve tracks the shift.
+	if prompt := obs.PromptTokensPerSecond; nonNegative(prompt) && mixJudged && promptsGrew(meanPrompt, p.Workload.MeanPromptTokens) {
+		r.Ratios[DimensionThroughput] = maxKnown(r.Ratios[DimensionThroughput], p.rateLoadRatio(prompt, promptRate))
 	}
 
 	kv := obs.KVCacheUsage
 	kvSat := opts.kvSaturation()
+	r.KVCacheReference = p.kvReference(opts)
 	if nonNegative(kv) {
-		ref := max(p.Knee.KVCacheUsage, kvSat)
-		if p.Knee.LimitingResource == ResourceKVCache && p.Knee.KVCacheUsage > 0 {
-			ref = p.Knee.KVCacheUsage
-		}
-		r.Ratios[DimensionKVCache] = kv / ref
+		r.Ratios[DimensionKVCache] = kv / r.KVCacheReference
 	}
 
 	r.Expected = unknownCurvePoint()
@@ -260,9 +278,25 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 			r.ThroughputEfficiency = r.OutputTokensPerSecond / expected.OutputTokensPerSecond
 		}
 	}
+	// Speed is judged on the running batch where the profile recorded it:
+	// tokens/s are made by the requests running, and a request waiting in
+	// the queue makes none. Judged on in-flight requests, a queue under
+	// Poisson bunching read as a slow GPU (throughput efficiency 0.6–0.8 on
+	// an 8B/H100 RAG replica stepping up to 0.85 of its knee) and the
+	// effective-load dimension took a third off the headroom.
+	if out := r.OutputTokensPerSecond; Known(out) {
+		if expected, ok := p.outputAtRunning(obs.Running); ok && expected > 0 {
+			r.ThroughputEfficiency = out / expected
+		}
+	}
 	if Known(r.ThroughputEfficiency) && nominalLoad >= opts.effectiveLoadMinRatio() {
 		e := min(max(r.ThroughputEfficiency, minEfficiency), 1)
+		// A closed-loop knee moves down in proportion at least; a Poisson
+		// knee as speedKnee reads it.
 		ratio := nominalLoad / e
+		if p.openLoopKnee() {
+			ratio = nominalLoad
+		}
 		if k, ok := p.speedKnee(e); ok && k > 0 {
 			ratio = max(ratio, min(load/k, nominalLoad/minEfficiency))
 		}
@@ -315,6 +349,16 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 }
 
 // notOK is a Result with every value unknown.
+// kvReference is the KV-cache usage at which the kv_cache ratio reads 1
+// (see Evaluate): the knee's own usage for a KV-bound knee, else the
+// saturation level, or the knee's usage if higher.
+func (p *Profile) kvReference(opts Options) float64 {
+	if p.Knee.LimitingResource == ResourceKVCache && p.Knee.KVCacheUsage > 0 {
+		return p.Knee.KVCacheUsage
+	}
+	return max(p.Knee.KVCacheUsage, opts.kvSaturation())
+}
+
 func notOK(reason string) Result {
 	nan := Unknown()
 	r := Result{
@@ -336,6 +380,7 @@ func notOK(reason string) Result {
 		QueueGrowthPerSecond: nan,
 		PrefillShare:         nan,
 		MixDrift:             nan,
+		KVCacheReference:     nan,
 	}
 	for d := range r.Ratios {
 		r.Ratios[d] = nan

@@ -34,50 +34,14 @@ func LimitingResource(pt Point) Resource {
 // SLO above one that broke it is not taken: it is noise or a transient in
 // the sweep, and an optimistic knee would page late. Points may come in any
 // order (a sweep runs them as 1, 2, 4, …, then bisects); duplicates are an
-// error. For a knee between measured points, see FindInterpolated.
+// error. The knee is a measured point: the sweeps refine by measuring
+// between the last good and the first bad level, not by interpolating.
 func FindFromPoints(points []Point, slo SLO) (Knee, error) {
 	sorted, k, err := lastGood(points, slo)
 	if err != nil {
 		return Knee{}, err
 	}
 	return kneeAt(sorted[k]), nil
-}
-
-// FindInterpolated is FindFromPoints refined between the last good point
-// and the first bad one: it estimates where the SLO margin crosses 1 by
-// linear interpolation, margin = the larger of p99 TTFT ÷ TTFT threshold and
-// p99 TPOT ÷ TPOT threshold. Throughput, goodput, KV usage and preemptions
-// at the knee are interpolated the same way, and the limiting resource is
-// judged on those values. The result is a knee between two sweep points,
-// which Validate accepts. It returns the measured knee unchanged when the
-// SLO quantile is not 0.99 (points record only p50 and p99), when no point
-// breaks the SLO, or when the first bad point's p99s are within the
-// thresholds (it failed for another reason, such as errors).
-func FindInterpolated(points []Point, slo SLO) (Knee, error) {
-	sorted, k, err := lastGood(points, slo)
-	if err != nil {
-		return Knee{}, err
-	}
-	if k == len(sorted)-1 || !isP99(slo.Quantile) || slo.TTFT <= 0 || slo.TPOT <= 0 {
-		return kneeAt(sorted[k]), nil
-	}
-	good, bad := sorted[k], sorted[k+1]
-	margin := func(pt Point) float64 {
-		return max(pt.TTFT.P99/slo.TTFT.Seconds(), pt.TPOT.P99/slo.TPOT.Seconds())
-	}
-	mg, mb := margin(good), margin(bad)
-	if !(mg <= 1 && mb > 1) {
-		return kneeAt(good), nil
-	}
-	f := (1 - mg) / (mb - mg)
-	at := Point{
-		Concurrency:            lerp(good.Concurrency, bad.Concurrency, f),
-		OutputTokensPerSecond:  lerp(good.OutputTokensPerSecond, bad.OutputTokensPerSecond, f),
-		GoodputTokensPerSecond: lerp(good.GoodputTokensPerSecond, bad.GoodputTokensPerSecond, f),
-		KVCacheUsage:           lerp(good.KVCacheUsage, bad.KVCacheUsage, f),
-		PreemptionsPerSecond:   lerp(good.PreemptionsPerSecond, bad.PreemptionsPerSecond, f),
-	}
-	return kneeAt(at), nil
 }
 
 // lastGood sorts a copy of the points by concurrency and returns it with the

@@ -1,7 +1,6 @@
 package knee
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -131,59 +130,6 @@ func TestFindFromPointsDoesNotReorderTheCallersPoints(t *testing.T) {
 	}
 	if points[0].Concurrency != 4 {
 		t.Errorf("points[0].Concurrency = %g after FindFromPoints, want 4 (unchanged)", points[0].Concurrency)
-	}
-}
-
-func TestFindInterpolated(t *testing.T) {
-	// The SLO margin (worst p99 ÷ threshold) is 0.8 at 10 and 1.2 at 20,
-	// so it crosses 1 at 15.
-	good := pt(10, 1000, 0.2, 0.4, 0.02, true)
-	bad := pt(20, 1400, 0.4, 0.6, 0.03, false)
-	bad.PreemptionsPerSecond = 2
-	tests := []struct {
-		name   string
-		points []Point
-		slo    SLO
-		want   Knee
-	}{
-		{
-			name:   "the knee is where the SLO margin crosses 1 between the last good and first bad points",
-			points: []Point{pt(1, 100, 0.02, 0.1, 0.01, true), good, bad},
-			slo:    testSLO,
-			want:   Knee{Concurrency: 15, OutputTokensPerSecond: 1200, GoodputTokensPerSecond: 1200, KVCacheUsage: 0.3, LimitingResource: ResourceKVCache},
-		},
-		{
-			name:   "without a failing point the measured knee stands",
-			points: []Point{pt(1, 100, 0.02, 0.1, 0.01, true), good},
-			slo:    testSLO,
-			want:   Knee{Concurrency: 10, OutputTokensPerSecond: 1000, GoodputTokensPerSecond: 1000, KVCacheUsage: 0.2, LimitingResource: ResourceCompute},
-		},
-		{
-			name:   "a first bad point that failed on errors, not latency, is not interpolated toward",
-			points: []Point{good, pt(20, 1400, 0.4, 0.45, 0.03, false)},
-			slo:    testSLO,
-			want:   Knee{Concurrency: 10, OutputTokensPerSecond: 1000, GoodputTokensPerSecond: 1000, KVCacheUsage: 0.2, LimitingResource: ResourceCompute},
-		},
-		{
-			name:   "an SLO at a quantile the points do not record is not interpolated",
-			points: []Point{good, bad},
-			slo:    SLO{TTFT: testSLO.TTFT, TPOT: testSLO.TPOT, Quantile: 0.9},
-			want:   Knee{Concurrency: 10, OutputTokensPerSecond: 1000, GoodputTokensPerSecond: 1000, KVCacheUsage: 0.2, LimitingResource: ResourceCompute},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := FindInterpolated(tt.points, tt.slo)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, got, approx); diff != "" {
-				t.Errorf("knee (-want +got):\n%s", diff)
-			}
-		})
-	}
-	if _, err := FindInterpolated(nil, testSLO); err == nil || !strings.Contains(err.Error(), "no sweep points") {
-		t.Errorf("FindInterpolated(nil) error = %v, want no sweep points", err)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -32,7 +34,7 @@ func TestLoadRejectsEachInvalidFixtureWithItsExactError(t *testing.T) {
 		{"invalid-duplicate-key.yaml", `line 15: slo.ttft: mapping key "ttft" already defined at line 13`},
 		{"invalid-syntax.yaml", `line 10: found unexpected end of stream`},
 		{"invalid-empty.yaml", `empty document, want a knee profile`},
-		{"invalid-two-documents.yaml", `more than one YAML document, want exactly one knee profile`},
+		{"invalid-two-documents.yaml", `line 186: a second YAML document, want exactly one knee profile`},
 		{"invalid-workload-kind.yaml", `line 19: workload.prompt.kind: unknown kind "gamma": want fixed, uniform or lognormal`},
 		{"invalid-workload-dist.yaml", `line 26: workload.output.median: must be a finite number of tokens ≥ 1, got 0`},
 		{"invalid-workload-mean.yaml", `line 31: workload.meanPromptTokens: must be a finite number ≥ 0, got -246`},
@@ -175,9 +177,9 @@ func TestParseListsEveryBadFieldWithItsLine(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("Parse error\n got: %v\nwant: %s", err, want)
 	}
-	var verr *ValidationError
+	var verr *strictyaml.List
 	if !errors.As(err, &verr) || len(verr.Errors) != 2 || verr.Errors[1].Field != "knee.limitingResource" || verr.Errors[1].Line != 186 {
-		t.Errorf("error is not a *ValidationError with both fields and lines: %#v", err)
+		t.Errorf("error is not a *strictyaml.List with both fields and lines: %#v", err)
 	}
 }
 

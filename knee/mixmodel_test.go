@@ -267,3 +267,32 @@ func TestAProfileWithAMixModelSavesAndParsesBackEqual(t *testing.T) {
 		t.Errorf("round trip (-loaded +parsed back):\n%s", diff)
 	}
 }
+
+func TestMeansOverTooFewRequestsMoveNoKneeAndCountNoPrompts(t *testing.T) {
+	p := poissonMix(t)
+	p0, o0 := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
+	obs := func(requests float64) Observation {
+		return observe(p.Knee.Concurrency/2, func(o *Observation) {
+			o.MeanPromptTokens, o.MeanOutputTokens = 2*p0, 2*o0
+			o.PromptTokensPerSecond = 10 * p.Knee.RequestsPerSecond * p0 // a lump of long prompts
+			o.MixRequests = requests
+		})
+	}
+	few := Evaluate(obs(MinMixRequests-1), p, Options{})
+	if few.Knee.Concurrency != p.Knee.Concurrency || few.Dimension != DimensionLoad || few.Headroom != 0.5 {
+		t.Errorf("over %d requests: knee %g (profile's %g), headroom %g by %s; want the profile's knee and 0.5 by load",
+			MinMixRequests-1, few.Knee.Concurrency, p.Knee.Concurrency, few.Headroom, few.Dimension)
+	}
+	if !math.IsNaN(few.Ratios[DimensionThroughput]) {
+		t.Errorf("over %d requests the prompt rate read as throughput ratio %g", MinMixRequests-1, few.Ratios[DimensionThroughput])
+	}
+	enough := Evaluate(obs(MinMixRequests), p, Options{})
+	if !(enough.Knee.Concurrency < p.Knee.Concurrency) {
+		t.Errorf("over %d requests with prompts and outputs twice the profile's the knee stayed at %g", MinMixRequests, enough.Knee.Concurrency)
+	}
+	// Over enough requests the prompt rate (10× the knee's) counts, beside
+	// the moved knee.
+	if !(enough.Ratios[DimensionThroughput] > 1) {
+		t.Errorf("over %d requests the prompt rate, 10× the knee's, read as throughput ratio %g, want > 1", MinMixRequests, enough.Ratios[DimensionThroughput])
+	}
+}

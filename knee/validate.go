@@ -5,36 +5,12 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
 )
 
-// FieldError is one thing wrong with a profile, naming the field by its
-// YAML path, e.g. "points[2].concurrency".
-type FieldError struct {
-	Source  string // the file it came from; empty for a profile built in code
-	Line    int    // 1-based line of the field (or of its nearest parent); 0 when unknown
-	Field   string
-	Message string
-}
-
-func (e *FieldError) Error() string {
-	return prefix(e.Source, e.Line) + e.Field + ": " + e.Message
-}
-
-// ValidationError lists every FieldError found in a profile, in document order.
-type ValidationError struct {
-	Errors []*FieldError
-}
-
-func (e *ValidationError) Error() string {
-	lines := make([]string, len(e.Errors))
-	for i, fe := range e.Errors {
-		lines[i] = fe.Error()
-	}
-	return strings.Join(lines, "\n")
-}
-
 // Validate checks the profile against schema v1 and returns a
-// *ValidationError naming every bad field, or nil. Rules:
+// *strictyaml.List naming every bad field, or nil. Rules:
 //   - apiVersion and kind are the v1 values; match.model is set;
 //   - SLO thresholds are > 0 and the quantile is in (0,1);
 //   - the workload mix, when given, has valid distributions; means are ≥ 0;
@@ -47,7 +23,7 @@ func (e *ValidationError) Error() string {
 //   - the mix model, when given, is consistent (see validator.mixModel).
 func (p *Profile) Validate() error {
 	if p == nil {
-		return &ValidationError{Errors: []*FieldError{{Field: "profile", Message: "missing"}}}
+		return &strictyaml.List{Errors: []*strictyaml.FieldError{strictyaml.Errorf("profile", "missing")}}
 	}
 	var v validator
 	if p.APIVersion != APIVersion {
@@ -79,16 +55,16 @@ func (p *Profile) Validate() error {
 	if len(v.errs) == 0 {
 		return nil
 	}
-	return &ValidationError{Errors: v.errs}
+	return &strictyaml.List{Errors: v.errs}
 }
 
 // validator collects FieldErrors.
 type validator struct {
-	errs []*FieldError
+	errs []*strictyaml.FieldError
 }
 
 func (v *validator) add(field, format string, args ...any) {
-	v.errs = append(v.errs, &FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	v.errs = append(v.errs, strictyaml.Errorf(field, format, args...))
 }
 
 func (v *validator) positiveDuration(field string, d Duration) {

@@ -3,6 +3,7 @@ package knee
 import (
 	"errors"
 
+	"github.com/kneewatch/kneewatch/strictyaml"
 	"github.com/kneewatch/kneewatch/workload"
 )
 
@@ -12,9 +13,9 @@ import (
 func (v *validator) workload(w *WorkloadInfo) {
 	if w.Mix.Prompt != (workload.Dist{}) || w.Mix.Output != (workload.Dist{}) {
 		if err := w.Mix.Validate(); err != nil {
-			var fe *workload.FieldError
+			var fe *strictyaml.FieldError
 			if errors.As(err, &fe) {
-				v.add("workload."+fe.Field, "%s", fe.Msg)
+				v.add("workload."+fe.Field, "%s", fe.Message)
 			} else {
 				v.add("workload", "%v", err)
 			}

@@ -82,18 +82,17 @@ func SLOBreachedAt(ttft, tpot *WindowedQuantile, slo SLO, at time.Time) bool {
 }
 
 // KeptSLO reports whether the SLO held at every tick from from to to (both
-// included) every step, its percentiles taken over windows of width (see
-// WindowedQuantile): the test a steady load must pass to count as under the
-// knee when traffic arrives open-loop. Events must be in time order.
+// included) every step, its percentiles taken over windows of width that
+// reach back without bound for MinWindowRequests requests, and at least one
+// tick could be judged: the test a steady load must pass to count as under
+// the knee when traffic arrives open-loop. A trial none of whose ticks
+// could be judged did not keep the SLO: with windows bounded at 10 minutes
+// a replica finishing 0.15 requests a second never held 100 requests in
+// one, and its trial passed while its queue thrashed the KV cache. Events
+// must be in time order.
 func KeptSLO(ttft, tpot []LatencyEvent, slo SLO, width time.Duration, from, to time.Time, step time.Duration) bool {
-	tw := &WindowedQuantile{Events: ttft, Width: width, Q: slo.Quantile}
-	pw := &WindowedQuantile{Events: tpot, Width: width, Q: slo.Quantile}
-	for at := from; !at.After(to); at = at.Add(step) {
-		if SLOBreachedAt(tw, pw, slo, at) {
-			return false
-		}
-	}
-	return true
+	w := WalkSLO(ttft, tpot, slo, width, -1, from, to, step)
+	return !w.Breached && w.Judged > 0
 }
 
 // SLOWalk is the windowed SLO judged tick by tick: how many ticks there
@@ -110,9 +109,8 @@ type SLOWalk struct {
 // WalkSLO judges the SLO at every tick from from to to (both included),
 // each step, over windows of width that reach back as far as maxStretch for
 // MinWindowRequests events (0 means MaxWindowStretch, negative no bound).
-// The sweep's open-loop trials walk with no bound, so a trial sized to hold
-// enough requests is judged at every tick; KeptSLO is the walk with the
-// default bound that found no breach.
+// Open-loop trials walk with no bound, so a trial sized to hold enough
+// requests is judged at every tick (see KeptSLO).
 func WalkSLO(ttft, tpot []LatencyEvent, slo SLO, width, maxStretch time.Duration, from, to time.Time, step time.Duration) SLOWalk {
 	tw := &WindowedQuantile{Events: ttft, Width: width, Q: slo.Quantile, MaxStretch: maxStretch}
 	pw := &WindowedQuantile{Events: tpot, Width: width, Q: slo.Quantile, MaxStretch: maxStretch}
@@ -128,4 +126,39 @@ func WalkSLO(ttft, tpot []LatencyEvent, slo SLO, width, maxStretch time.Duration
 		}
 	}
 	return w
+}
+
+// TTFTByDeadline stamps each TTFT event with the moment its verdict was
+// known: a request over the threshold missed the SLO from its arrival +
+// threshold, not from its late first token; and a request still waiting
+// for its first token at end, longer than threshold after it arrived
+// (waiting holds the arrivals of those that never got one), is a known
+// miss from then too, with its TTFT taken as end − arrival (a lower bound).
+// firsts are stamped at the first token, with Seconds the TTFT; the result
+// is in time order.
+//
+// Judged by first tokens alone, a queue that grows through a trial hides
+// its own violators: the longer a request waits, the later (or never) it
+// is counted. A Poisson trial at the rate a long-context replica
+// saturates at kept a 20 s TTFT SLO while its queue grew to hundreds of
+// requests and its output fell to a fifth of the offered load, because
+// the requests stuck in the queue at the trial's end never reached a
+// window; its "knee" then put 64 requests in flight where the replica
+// breaks at 27.
+func TTFTByDeadline(firsts []LatencyEvent, waiting []time.Time, end time.Time, threshold time.Duration) []LatencyEvent {
+	limit := threshold.Seconds()
+	out := make([]LatencyEvent, 0, len(firsts)+len(waiting))
+	for _, e := range firsts {
+		if e.Seconds > limit {
+			e.At = e.At.Add(-time.Duration((e.Seconds - limit) * float64(time.Second)))
+		}
+		out = append(out, e)
+	}
+	for _, arrived := range waiting {
+		if waited := end.Sub(arrived); waited > threshold {
+			out = append(out, LatencyEvent{At: arrived.Add(threshold), Seconds: waited.Seconds()})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b LatencyEvent) int { return a.At.Compare(b.At) })
+	return out
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 var windowEpoch = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
@@ -65,5 +67,72 @@ func TestKeptSLOFailsAtTheFirstWindowOverTheThreshold(t *testing.T) {
 	}
 	if !KeptSLO(slow, tpot, slo, DefaultSLOWindow, from, windowEpoch.Add(400*time.Second), 5*time.Second) {
 		t.Error("the SLO broke before the slow requests came")
+	}
+}
+
+func TestTTFTByDeadlineCountsAMissWhenItIsKnown(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	firsts := []LatencyEvent{
+		{At: at(1), Seconds: 0.5}, // in time
+		{At: at(40), Seconds: 30}, // arrived at 10, missed a 5 s threshold at 15
+		{At: at(41), Seconds: 1},
+	}
+	waiting := []time.Time{at(20), at(58)} // no first token by 60: one known miss, one too young to judge
+	got := TTFTByDeadline(firsts, waiting, at(60), 5*time.Second)
+	want := []LatencyEvent{
+		{At: at(1), Seconds: 0.5},
+		{At: at(15), Seconds: 30},
+		{At: at(25), Seconds: 40},
+		{At: at(41), Seconds: 1},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// A queue that grows through a trial must break a TTFT SLO even when the
+// requests stuck in it never get a first token before the trial ends.
+func TestAGrowingQueueBreaksTheSLOThroughItsStuckRequests(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	slo := SLO{TTFT: Duration(5 * time.Second), TPOT: Duration(time.Second), Quantile: 0.99}
+	var firsts, tpot []LatencyEvent
+	var stuck []time.Time
+	// 300 s at 2 requests/s: the first 400 are served in 1 s, the rest wait.
+	for i := range 600 {
+		arrived := t0.Add(time.Duration(i) * 500 * time.Millisecond)
+		if i < 400 {
+			firsts = append(firsts, LatencyEvent{At: arrived.Add(time.Second), Seconds: 1})
+			tpot = append(tpot, LatencyEvent{At: arrived.Add(2 * time.Second), Seconds: 0.01})
+			continue
+		}
+		stuck = append(stuck, arrived)
+	}
+	end := t0.Add(300 * time.Second)
+	if !KeptSLO(firsts, tpot, slo, 2*time.Minute, t0.Add(time.Minute), end, 5*time.Second) {
+		t.Fatal("judged by first tokens alone the trial should (wrongly) keep the SLO; the test no longer shows the bug")
+	}
+	if KeptSLO(TTFTByDeadline(firsts, stuck, end, slo.TTFT.D()), tpot, slo, 2*time.Minute, t0.Add(time.Minute), end, 5*time.Second) {
+		t.Error("with the stuck requests counted from their deadlines the trial kept the SLO")
+	}
+}
+
+func TestATrialNoTickOfWhichCouldBeJudgedDidNotKeepTheSLO(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	slo := SLO{TTFT: Duration(time.Second), TPOT: Duration(time.Second), Quantile: 0.99}
+	var ttft, tpot []LatencyEvent
+	for i := range MinWindowRequests - 1 { // all good, but too few for a p99
+		at := t0.Add(time.Duration(i) * 10 * time.Second)
+		ttft = append(ttft, LatencyEvent{At: at, Seconds: 0.1})
+		tpot = append(tpot, LatencyEvent{At: at, Seconds: 0.01})
+	}
+	end := t0.Add(20 * time.Minute)
+	if KeptSLO(ttft, tpot, slo, 2*time.Minute, t0.Add(time.Minute), end, 5*time.Second) {
+		t.Error("a trial of 99 requests, too few for any p99, kept the SLO")
+	}
+	ttft = append(ttft, LatencyEvent{At: end, Seconds: 0.1})
+	tpot = append(tpot, LatencyEvent{At: end, Seconds: 0.01})
+	if !KeptSLO(ttft, tpot, slo, 2*time.Minute, t0.Add(time.Minute), end, 5*time.Second) {
+		t.Error("with the 100th good request the last tick can be judged and the trial kept the SLO")
 	}
 }

@@ -1,22 +1,19 @@
 package probe
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptrace"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	commonconfig "github.com/prometheus/common/config"
 
 	"github.com/kneewatch/kneewatch/config"
+	"github.com/kneewatch/kneewatch/openai"
 )
 
 // DefaultMaxBodyBytes bounds a probe's response: a 16-token stream is a few
@@ -76,25 +73,19 @@ func (c *Client) Probe(ctx context.Context, req Request) Result {
 		defer cancel()
 	}
 	res := Result{Start: time.Now()}
-	path, body, err := c.requestBody(req.Model)
+	oreq, err := c.request(req.Model)
 	if err != nil {
 		return failed(res, ClassBadStream, err)
 	}
-	url := strings.TrimRight(req.BaseURL, "/") + path
 	var connected atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GotConn: func(httptrace.GotConnInfo) { connected.Store(true) },
 	})
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	hreq, err := oreq.HTTPRequest(ctx, req.BaseURL, string(req.APIKey))
 	if err != nil {
 		return failed(res, ClassConnect, fmt.Errorf("building the request: %w", err))
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "text/event-stream")
 	hreq.Header.Set("User-Agent", cmp.Or(c.UserAgent, "kneewatch-probe"))
-	if req.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+string(req.APIKey))
-	}
 
 	res.Start = time.Now()
 	resp, err := c.httpClient().Do(hreq)
@@ -111,9 +102,9 @@ func (c *Client) Probe(ctx context.Context, req Request) Result {
 		res.E2E = time.Since(res.Start)
 		return failed(res, class, err)
 	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "text/event-stream") {
+	if err := openai.CheckEventStream(resp); err != nil {
 		res.E2E = time.Since(res.Start)
-		return failed(res, ClassBadStream, fmt.Errorf("HTTP %d with Content-Type %q, not an event stream (does the server support stream: true?)", resp.StatusCode, ct))
+		return failed(res, ClassBadStream, err)
 	}
 	body2 := &limitedReader{r: resp.Body, left: cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)}
 	err = readStream(body2, &res)
@@ -159,17 +150,15 @@ func (c *Client) transportFailure(parent, ctx context.Context, res Result, err e
 	}
 }
 
-// statusFailure classifies a response that is not 200 OK.
+// statusFailure classifies a response that is not 200 OK. The error's
+// excerpt of the body is the server's text, so the runner redacts the API
+// key from it.
 func statusFailure(resp *http.Response) (Class, error) {
-	code := resp.StatusCode
-	if code == http.StatusOK {
+	err := openai.CheckStatus(resp)
+	if err == nil {
 		return "", nil
 	}
-	// A short excerpt of the body says why (OpenAI-style error JSON); it is
-	// the server's text, so the runner redacts the API key from it.
-	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-	err := fmt.Errorf("HTTP %d: %s", code, strings.TrimSpace(string(excerpt)))
-	switch {
+	switch code := resp.StatusCode; {
 	case code >= 500:
 		return ClassHTTP5xx, err
 	case code >= 400:
@@ -181,28 +170,23 @@ func statusFailure(resp *http.Response) (Class, error) {
 	}
 }
 
-// requestBody returns the endpoint path and the JSON body of a probe.
-func (c *Client) requestBody(model string) (string, []byte, error) {
-	body := probeRequest{
-		Model:         model,
-		MaxTokens:     c.MaxTokens,
-		Stream:        true,
-		StreamOptions: &streamOptions{IncludeUsage: true},
-		IgnoreEOS:     c.IgnoreEOS,
+// request is the probe's completion: always streamed, with the usage asked for.
+func (c *Client) request(model string) (openai.Request, error) {
+	r := openai.Request{
+		Model:     model,
+		Prompt:    Prompt(c.PromptTokens),
+		MaxTokens: c.MaxTokens,
+		IgnoreEOS: c.IgnoreEOS,
+		Stream:    true,
 	}
-	prompt := Prompt(c.PromptTokens)
-	path := "/completions"
 	switch c.API {
 	case config.ProbeAPIChat:
-		path = "/chat/completions"
-		body.Messages = []chatMessage{{Role: "user", Content: prompt}}
+		r.Chat = true
 	case config.ProbeAPICompletions, "":
-		body.Prompt = prompt
 	default:
-		return "", nil, fmt.Errorf("unknown probe API %q (want completions or chat)", c.API)
+		return r, fmt.Errorf("unknown probe API %q (want completions or chat)", c.API)
 	}
-	b, err := json.Marshal(body)
-	return path, b, err
+	return r, nil
 }
 
 func (c *Client) httpClient() *http.Client {
@@ -223,23 +207,4 @@ func newTransport() *http.Transport {
 	tr.DisableKeepAlives = true
 	tr.MaxResponseHeaderBytes = 64 << 10
 	return tr
-}
-
-type probeRequest struct {
-	Model         string         `json:"model,omitempty"`
-	Prompt        string         `json:"prompt,omitempty"`
-	Messages      []chatMessage  `json:"messages,omitempty"`
-	MaxTokens     int            `json:"max_tokens"`
-	Stream        bool           `json:"stream"`
-	StreamOptions *streamOptions `json:"stream_options,omitempty"`
-	IgnoreEOS     bool           `json:"ignore_eos,omitempty"`
-}
-
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
 }

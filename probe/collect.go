@@ -1,7 +1,9 @@
 package probe
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,10 +23,29 @@ var (
 	descAttainment = catalog.MetricProbeAttainment.Desc()
 )
 
-// Describe implements prometheus.Collector.
-func (r *Runner) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTTFT, descTPOT, descSuccess, descFailures, descSkipped, descLast, descLoad, descAttainment} {
-		ch <- d
+// Describe implements prometheus.Collector. It yields nothing, so the
+// runner is an unchecked collector: a target's extra labels add label names
+// that vary by target and change on reload.
+func (r *Runner) Describe(chan<- *prometheus.Desc) {}
+
+// descSet is the probe families' descriptors for one set of extra labels.
+type descSet struct {
+	ttft, tpot, success, failures, skipped, last, load, attainment *prometheus.Desc
+}
+
+var plainDescs = descSet{descTTFT, descTPOT, descSuccess, descFailures, descSkipped, descLast, descLoad, descAttainment}
+
+// descsWith builds the descriptors with extra label names after each
+// family's own; none gives the shared ones.
+func descsWith(extra []string) descSet {
+	if len(extra) == 0 {
+		return plainDescs
+	}
+	return descSet{
+		catalog.MetricProbeTTFT.DescWith(extra), catalog.MetricProbeTPOT.DescWith(extra),
+		catalog.MetricProbeSuccess.DescWith(extra), catalog.MetricProbeFailures.DescWith(extra),
+		catalog.MetricProbeSkipped.DescWith(extra), catalog.MetricProbeLast.DescWith(extra),
+		catalog.MetricProbeLoad.DescWith(extra), catalog.MetricProbeAttainment.DescWith(extra),
 	}
 }
 
@@ -74,30 +95,39 @@ func (s *replicaState) resolveModel(state StateFunc) bool {
 func (s *replicaState) collect(ch chan<- prometheus.Metric, now time.Time, maxTokens int, loadCap float64, window time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	labels := []string{s.name, s.model}
-	with := func(extra string) []string { return append(append([]string{}, labels...), extra) }
+	// Label values in catalog order (replica, model, namespace, pod, then
+	// the family's own), then the target's extra labels by name.
+	names := slices.Sorted(maps.Keys(s.target.Labels))
+	var extra []string
+	for _, n := range names {
+		extra = append(extra, s.target.Labels[n])
+	}
+	d := descsWith(names)
+	id := []string{s.name, s.model, s.target.Namespace, s.target.Pod}
+	labels := slices.Concat(id, extra)
+	with := func(own string) []string { return slices.Concat(id, []string{own}, extra) }
 	for _, h := range []struct {
 		desc *prometheus.Desc
 		h    *histogram
-	}{{descTTFT, s.ttft}, {descTPOT, s.tpot}} {
+	}{{d.ttft, s.ttft}, {d.tpot, s.tpot}} {
 		if m, err := h.h.metric(h.desc, labels...); err == nil {
 			ch <- m
 		} else {
 			ch <- prometheus.NewInvalidMetric(h.desc, err)
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(descSuccess, prometheus.CounterValue, float64(s.success), labels...)
+	ch <- prometheus.MustNewConstMetric(d.success, prometheus.CounterValue, float64(s.success), labels...)
 	for _, c := range Classes {
-		ch <- prometheus.MustNewConstMetric(descFailures, prometheus.CounterValue, float64(s.failures[c]), with(string(c))...)
+		ch <- prometheus.MustNewConstMetric(d.failures, prometheus.CounterValue, float64(s.failures[c]), with(string(c))...)
 	}
 	for _, reason := range Reasons {
-		ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(s.skipped[reason]), with(string(reason))...)
+		ch <- prometheus.MustNewConstMetric(d.skipped, prometheus.CounterValue, float64(s.skipped[reason]), with(string(reason))...)
 	}
 	if !s.last.IsZero() {
-		ch <- prometheus.MustNewConstMetric(descLast, prometheus.GaugeValue, float64(s.last.UnixNano())/1e9, labels...)
+		ch <- prometheus.MustNewConstMetric(d.last, prometheus.GaugeValue, float64(s.last.UnixNano())/1e9, labels...)
 	}
 	if ratio, ok := s.loadRatioLocked(now, maxTokens, loadCap, window); ok {
-		ch <- prometheus.MustNewConstMetric(descLoad, prometheus.GaugeValue, ratio, labels...)
+		ch <- prometheus.MustNewConstMetric(d.load, prometheus.GaugeValue, ratio, labels...)
 	}
 	sum := s.summaryLocked(now, window)
 	for _, a := range []struct {
@@ -105,7 +135,7 @@ func (s *replicaState) collect(ch chan<- prometheus.Metric, now time.Time, maxTo
 		v   float64
 	}{{"ttft", sum.TTFTAttainment}, {"tpot", sum.TPOTAttainment}} {
 		if !math.IsNaN(a.v) {
-			ch <- prometheus.MustNewConstMetric(descAttainment, prometheus.GaugeValue, a.v, with(a.slo)...)
+			ch <- prometheus.MustNewConstMetric(d.attainment, prometheus.GaugeValue, a.v, with(a.slo)...)
 		}
 	}
 }

@@ -11,8 +11,8 @@
 // a prometheus.Collector and gives the watcher a per-replica Summary over
 // the window (SLO attainment, success ratio, all-failing flag).
 //
-// The package does not import the collector: the caller adapts its targets
+// The package does not import the watcher: the caller adapts its targets
 // to Target and its latest evaluation to a StateFunc (see
-// cmd/kneewatch/probe_wiring.go), so the collector can import this package
+// cmd/kneewatch/probe_wiring.go), so package watch can import this package
 // to read Summary.
 package probe

@@ -80,7 +80,7 @@ func TestTheAPIKeyNeverAppearsInLogsOrMetrics(t *testing.T) {
 			t.Errorf("the logs lack %q, so the test did not exercise what it should:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(string(metrics), `kneewatch_probe_failures_total{class="http_4xx",model="m",replica="r0"}`) {
+	if !strings.Contains(string(metrics), `kneewatch_probe_failures_total{class="http_4xx",model="m",namespace="",pod="",replica="r0"}`) {
 		t.Errorf("/metrics lacks the 401s:\n%s", metrics)
 	}
 	// Any part of the key long enough to identify it.

@@ -14,9 +14,10 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/kneewatch/kneewatch/config"
+	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/probe"
-	"github.com/kneewatch/kneewatch/sim"
 	"github.com/kneewatch/kneewatch/sweep"
+	"github.com/kneewatch/kneewatch/workload"
 )
 
 // startSim starts one simulated vLLM replica of the preset on a free port.
@@ -166,7 +167,7 @@ func TestProbeTTFTRisesAsTheReplicaIsPushedPastItsKnee(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	loop := &sweep.ClosedLoop{
-		Client: &sweep.Client{BaseURL: rep.OpenAIBaseURL, Stream: true, Prompt: sim.PromptOfTokens,
+		Client: &sweep.Client{BaseURL: rep.OpenAIBaseURL, Stream: true, Prompt: workload.PromptOfTokens,
 			HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}},
 		// Outputs of 16–48 tokens, so the batch turns over at random
 		// moments rather than in waves a probe could land between.

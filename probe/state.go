@@ -13,6 +13,10 @@ type Target struct {
 	// Model is sent as "model" and is the model label; when empty, the
 	// model the watcher last saw (ReplicaState.Model) is used.
 	Model string
+	// Namespace, Pod and Labels are the replica's identity and extra
+	// labels, put on its probe series as on kneewatch's other series.
+	Namespace, Pod string
+	Labels         map[string]string
 	// BaseURL is the replica's OpenAI-compatible base URL, e.g.
 	// http://10.0.0.7:8000/v1.
 	BaseURL string

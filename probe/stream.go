@@ -1,89 +1,27 @@
 package probe
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"time"
+
+	"github.com/kneewatch/kneewatch/openai"
 )
 
-// streamChunk is the part of an OpenAI-style stream chunk a probe reads:
-// completions carry text, chat carries delta.content (or, from reasoning
-// parsers, delta.reasoning_content), the last chunk may carry usage, and
-// a failure inside the stream is an error object.
-type streamChunk struct {
-	Choices []struct {
-		Text  string `json:"text"`
-		Delta struct {
-			Content          string `json:"content"`
-			ReasoningContent string `json:"reasoning_content"`
-			Reasoning        string `json:"reasoning"`
-		} `json:"delta"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-	Error json.RawMessage `json:"error"`
-}
+var errBodyTooLarge = errors.New("the response body exceeds the probe's size limit")
 
-// hasToken reports whether the chunk carries output text.
-func (c *streamChunk) hasToken() bool {
-	for _, ch := range c.Choices {
-		if ch.Text != "" || ch.Delta.Content != "" || ch.Delta.ReasoningContent != "" || ch.Delta.Reasoning != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// Errors of a malformed stream.
-var (
-	errNoDone       = errors.New("the stream ended without data: [DONE]")
-	errBodyTooLarge = errors.New("the response body exceeds the probe's size limit")
-)
-
-// readStream reads server-sent events until data: [DONE], stamping TTFT at
-// the first chunk with output text and TPOT from the first and last such
-// chunks. It sets res.OutputTokens from the usage chunk when there is one,
-// else from the chunks with text.
+// readStream reads the stream to data: [DONE], stamping TTFT at the first
+// chunk with an output token (reasoning included: openai.Chunk.Token) and
+// TPOT from the first and last such chunks, so every chunk is decoded. It
+// sets res.OutputTokens from the usage chunk when there is one, else from
+// the chunks with a token.
 func readStream(r io.Reader, res *Result) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4<<10), 256<<10)
+	s := openai.NewStream(r)
 	var first, last time.Time
 	chunks, usageTokens := 0, -1
-	finish := func() {
-		res.OutputTokens = chunks
-		if usageTokens > 0 {
-			res.OutputTokens = usageTokens
-		}
-		if chunks >= 2 && res.OutputTokens >= 2 && last.After(first) {
-			res.TPOT = last.Sub(first) / time.Duration(res.OutputTokens-1)
-		}
-	}
-	for sc.Scan() {
-		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:"))
-		if !ok {
-			continue // blank separators, event:, id: and : comments
-		}
-		data = bytes.TrimSpace(data)
-		if bytes.Equal(data, []byte("[DONE]")) {
-			finish()
-			return nil
-		}
-		var ch streamChunk
-		if err := json.Unmarshal(data, &ch); err != nil {
-			finish()
-			return fmt.Errorf("stream chunk %d is not JSON: %w", chunks+1, err)
-		}
-		if len(ch.Error) > 0 && !bytes.Equal(ch.Error, []byte("null")) {
-			finish()
-			return fmt.Errorf("the server reported an error inside the stream: %s", excerpt(ch.Error, 200))
-		}
-		if ch.hasToken() {
+	for s.Next() {
+		c := s.Chunk()
+		if c.Token {
 			now := time.Now()
 			if chunks == 0 {
 				first = now
@@ -92,23 +30,19 @@ func readStream(r io.Reader, res *Result) error {
 			last = now
 			chunks++
 		}
-		if ch.Usage != nil {
-			usageTokens = ch.Usage.CompletionTokens
-			res.PromptTokens = max(ch.Usage.PromptTokens, 0)
+		if c.Usage != nil {
+			usageTokens = c.Usage.CompletionTokens
+			res.PromptTokens = max(c.Usage.PromptTokens, 0)
 		}
 	}
-	finish()
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading the stream: %w", err)
+	res.OutputTokens = chunks
+	if usageTokens > 0 {
+		res.OutputTokens = usageTokens
 	}
-	return errNoDone
-}
-
-func excerpt(b []byte, n int) string {
-	if len(b) > n {
-		return string(b[:n]) + "…"
+	if chunks >= 2 && res.OutputTokens >= 2 && last.After(first) {
+		res.TPOT = last.Sub(first) / time.Duration(res.OutputTokens-1)
 	}
-	return string(b)
+	return s.Err()
 }
 
 // limitedReader reads at most left bytes, then fails with errBodyTooLarge

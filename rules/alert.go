@@ -14,14 +14,17 @@ import (
 
 // alertSpec is what one alert needs beyond the shared conventions.
 type alertSpec struct {
-	name     string
-	expr     parser.Expr
-	forDur   time.Duration
-	page     bool   // PageSeverity when true, else TicketSeverity
-	summary  string // one line, Go template over $labels and $value
-	desc     string // names replica and model and gives the numbers
-	fleet    bool   // link the fleet dashboard (model only) rather than the replica's
-	noLabels bool   // the alert has no replica or model (kneewatch itself absent)
+	name   string
+	expr   parser.Expr
+	forDur time.Duration
+	// keepFiring is keep_firing_for: how long the alert stays firing after
+	// its expression stops returning it.
+	keepFiring time.Duration
+	page       bool   // PageSeverity when true, else TicketSeverity
+	summary    string // one line, Go template over $labels and $value
+	desc       string // names replica and model and gives the numbers
+	fleet      bool   // link the fleet dashboard (model only) rather than the replica's
+	noLabels   bool   // the alert has no replica or model (kneewatch itself absent)
 }
 
 // alert builds an alerting rule with severity, extra labels, and the
@@ -42,11 +45,12 @@ func (g *generator) alert(s alertSpec) rulefmt.Rule {
 	}
 	ann["dashboard_url"] = g.dashboardURL(s)
 	return rulefmt.Rule{
-		Alert:       s.name,
-		Expr:        g.expr(s.name, s.expr),
-		For:         model.Duration(s.forDur),
-		Labels:      ls,
-		Annotations: ann,
+		Alert:         s.name,
+		Expr:          g.expr(s.name, s.expr),
+		For:           model.Duration(s.forDur),
+		KeepFiringFor: model.Duration(s.keepFiring),
+		Labels:        ls,
+		Annotations:   ann,
 	}
 }
 

@@ -10,8 +10,10 @@ import (
 func (g *generator) alertGroup() Group {
 	built := []rulefmt.Rule{
 		g.headroomLow(), g.headroomExhausted(), g.pastKnee(),
-		g.burn(AlertGoodputSLOBurnFast, true, g.o.SLO.Page, g.o.SLO.PageFor),
-		g.burn(AlertGoodputSLOBurnSlow, false, g.o.SLO.Ticket, g.o.SLO.TicketFor),
+		g.burn(AlertGoodputSLOBurnFast, true, false, g.o.SLO.Page, g.o.SLO.PageFor),
+		g.burn(AlertGoodputSLOBurnSlow, false, false, g.o.SLO.Ticket, g.o.SLO.TicketFor),
+		g.burn(AlertModelSLOBurnFast, true, true, g.o.SLO.Page, g.o.SLO.PageFor),
+		g.burn(AlertModelSLOBurnSlow, false, true, g.o.SLO.Ticket, g.o.SLO.TicketFor),
 		g.kvCachePressure(), g.probesFailing(), g.probeSuccessLow(),
 		g.fleetCapacityLow(), g.kneeProfileMissing(), g.kneeProfileDrift(),
 		g.targetDown(), g.absentAlert(),

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/kneewatch/kneewatch/catalog"
+	"github.com/kneewatch/kneewatch/pql"
 )
 
 // replicaText names a replica and its model in annotation text.
@@ -16,7 +17,7 @@ func (g *generator) headroomLow() rulefmt.Rule {
 	o := g.o.HeadroomLow
 	return g.alert(alertSpec{
 		name:    AlertHeadroomLow,
-		expr:    lt(g.kw(catalog.MetricReplicaHeadroom), num(o.Below)),
+		expr:    pql.Lt(g.kw(catalog.MetricReplicaHeadroom), pql.Num(o.Below)),
 		forDur:  o.For,
 		summary: fmt.Sprintf("Replica {{ $labels.replica }} is within %s of its knee", pct(o.Below)),
 		desc: fmt.Sprintf("Headroom of %s to its knee is {{ $value | humanizePercentage }}, under %s for %s. "+
@@ -38,24 +39,39 @@ func (g *generator) headroomExhausted() rulefmt.Rule {
 	if o.SustainRequests > 0 {
 		read = g.recorded(recSustainedHeadroom)
 	}
-	trend := lte(predictLinear(read, o.PredictLookback, o.PredictHorizon), num(0))
-	if o.PredictConfirm > 0 {
-		trend = and(trend, lte(predictLinear(read, o.PredictConfirm, o.PredictHorizon), num(0)))
+	predicted := pql.PredictLinear(read, o.PredictLookback, o.PredictHorizon)
+	if o.PredictHold > 0 {
+		predicted = pql.MaxOverSubquery(predicted, o.PredictHold)
 	}
-	arms := []parser.Expr{
-		lt(read, num(o.Below)),
-		and(lt(read, num(o.PredictBelow)), trend),
+	trend := pql.Lte(predicted, pql.Num(0))
+	if o.PredictConfirm > 0 {
+		trend = pql.And(trend, pql.Lte(pql.PredictLinear(read, o.PredictConfirm, o.PredictHorizon), pql.Num(0)))
+	}
+	level := parser.Expr(read)
+	if o.BelowHold > 0 {
+		level = pql.MaxOverTime(read, o.BelowHold)
+	}
+	levelArm := pql.Lt(level, pql.Num(o.Below))
+	if o.SustainRequests > 0 && o.RecoveredAbove > 0 {
+		// A long average still remembers a surge that has passed: the
+		// present must not show the replica well clear of its knee.
+		levelArm = pql.And(levelArm, pql.Lt(g.perReplica(catalog.MetricReplicaHeadroom), pql.Num(o.RecoveredAbove)), pql.On(g.replicaBy()...))
+	}
+	arms := []parser.Expr{levelArm}
+	if o.PredictHorizon > 0 {
+		arms = append(arms, pql.And(pql.Lt(read, pql.Num(o.PredictBelow)), trend))
 	}
 	if o.OverloadBelow < 0 {
-		arms = append(arms, lt(raw, num(o.OverloadBelow)))
+		arms = append(arms, pql.Lt(raw, pql.Num(o.OverloadBelow)))
 	}
 	return g.alert(alertSpec{
-		name:    AlertHeadroomExhausted,
-		expr:    anyOf(arms...),
-		forDur:  o.For,
-		page:    true,
-		summary: "Replica {{ $labels.replica }} is at its knee",
-		desc:    g.headroomExhaustedText(),
+		name:       AlertHeadroomExhausted,
+		expr:       pql.AnyOf(arms...),
+		forDur:     o.For,
+		keepFiring: o.KeepFiringFor,
+		page:       true,
+		summary:    "Replica {{ $labels.replica }} is at its knee",
+		desc:       g.headroomExhaustedText(),
 	})
 }
 
@@ -71,11 +87,26 @@ func (g *generator) headroomExhaustedText() string {
 	if o.PredictConfirm > 0 {
 		trend += fmt.Sprintf(" and over the last %s", dur(o.PredictConfirm))
 	}
-	text := fmt.Sprintf("%s of %s to its knee is {{ $value | humanizePercentage }}: under %s, "+
-		"or under %s and on course (%s) to reach the knee within %s", which, replicaText,
-		pct(o.Below), pct(o.PredictBelow), trend, dur(o.PredictHorizon))
+	if o.PredictHold > 0 {
+		trend += fmt.Sprintf(", for %s", dur(o.PredictHold))
+	}
+	level := "under " + pct(o.Below)
+	if o.BelowHold > 0 {
+		level += " for " + dur(o.BelowHold)
+	}
+	if o.SustainRequests > 0 && o.RecoveredAbove > 0 {
+		level += fmt.Sprintf(" while the last evaluation window's is under %s", pct(o.RecoveredAbove))
+	}
+	text := fmt.Sprintf("%s of %s to its knee is {{ $value | humanizePercentage }}: %s", which, replicaText, level)
+	if o.PredictHorizon > 0 {
+		text += fmt.Sprintf(", or under %s and on course (%s) to reach the knee within %s",
+			pct(o.PredictBelow), trend, dur(o.PredictHorizon))
+	}
 	if o.OverloadBelow < 0 {
 		text += fmt.Sprintf(", or already %s past it", pct(-o.OverloadBelow))
 	}
-	return text + fmt.Sprintf(", for %s. Latency SLOs break next: scale out or shed load now.", dur(o.For))
+	if o.For > 0 {
+		text += fmt.Sprintf(", for %s", dur(o.For))
+	}
+	return text + ". Latency SLOs break next: scale out or shed load now."
 }

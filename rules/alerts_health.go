@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 
 	"github.com/kneewatch/kneewatch/catalog"
+	"github.com/kneewatch/kneewatch/pql"
 )
 
 // targetDown fires when kneewatch cannot scrape a replica's engine or DCGM
@@ -13,14 +14,14 @@ import (
 // from the replica's evaluation series when there is one.
 func (g *generator) targetDown() rulefmt.Rule {
 	o := g.o.TargetDown
-	down := eq(g.kw(catalog.MetricTargetUp), num(0))
-	models := groupBy(g.by("replica", "model"), g.kw(catalog.MetricReplicaEvalOK))
-	join := g.by("replica")
+	down := pql.Eq(g.kw(catalog.MetricTargetUp), pql.Num(0))
+	join := g.identityBy()
+	models := pql.GroupBy(g.identityBy("model"), g.kw(catalog.MetricReplicaEvalOK))
 	return g.alert(alertSpec{
 		name: AlertTargetDown,
-		expr: or(
-			mul(down, models, on(join...), groupLeft("model")),
-			unless(down, models, on(join...)),
+		expr: pql.Or(
+			pql.Mul(down, models, pql.On(join...), pql.GroupLeft("model")),
+			pql.Unless(down, models, pql.On(join...)),
 		),
 		forDur:  o.For,
 		summary: "kneewatch cannot scrape the {{ $labels.source }} metrics of replica {{ $labels.replica }}",
@@ -37,7 +38,7 @@ func (g *generator) absentAlert() rulefmt.Rule {
 	o := g.o.Absent
 	return g.alert(alertSpec{
 		name:     AlertAbsent,
-		expr:     absent(eq(g.absent, num(1))),
+		expr:     pql.Absent(pql.Eq(g.absent, pql.Num(1))),
 		forDur:   o.For,
 		page:     true,
 		noLabels: true,

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 
 	"github.com/kneewatch/kneewatch/catalog"
+	"github.com/kneewatch/kneewatch/pql"
 )
 
 // Values of the signal label that says which condition fired an alert with
@@ -22,13 +23,13 @@ const (
 // where more usage is no pressure), or when the engine keeps preempting.
 func (g *generator) kvCachePressure() rulefmt.Rule {
 	o := g.o.KVCache
-	usage := gt(g.kw(catalog.MetricReplicaKV), clampMin(add(g.kw(catalog.MetricKneeKV), num(o.Margin)), o.MinUsage))
-	preempting := gt(g.kw(catalog.MetricReplicaPreemptions), num(o.PreemptionsPerSecond))
+	usage := pql.Gt(g.kw(catalog.MetricReplicaKV), pql.ClampMin(pql.Add(g.kw(catalog.MetricKneeKV), pql.Num(o.Margin)), o.MinUsage))
+	preempting := pql.Gt(g.kw(catalog.MetricReplicaPreemptions), pql.Num(o.PreemptionsPerSecond))
 	return g.alert(alertSpec{
 		name: AlertKVCachePressure,
-		expr: or(
-			withLabel(usage, "signal", signalKVUsage),
-			withLabel(preempting, "signal", signalPreemptions),
+		expr: pql.Or(
+			pql.WithLabel(usage, "signal", signalKVUsage),
+			pql.WithLabel(preempting, "signal", signalPreemptions),
 		),
 		forDur:  o.For,
 		summary: "Replica {{ $labels.replica }} is short of KV cache",

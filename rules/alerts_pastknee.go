@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/kneewatch/kneewatch/catalog"
+	"github.com/kneewatch/kneewatch/pql"
 )
 
 // pastKnee pages when a replica is past its knee and a latency SLO
@@ -25,16 +26,17 @@ func (g *generator) pastKnee() rulefmt.Rule {
 	// The SLO thresholds carry their quantile as slo_quantile; the latency
 	// summaries as quantile. Joining on it compares like with like.
 	over := func(latency, threshold catalog.MetricDesc) parser.Expr {
-		return gt(maxBy(by, g.kw(latency)),
-			maxBy(by, copyLabel(g.kw(threshold), "quantile", "slo_quantile")), on(by...))
+		return pql.Gt(pql.MaxBy(by, g.kw(latency)),
+			pql.MaxBy(by, pql.CopyLabel(g.kw(threshold), "quantile", "slo_quantile")), pql.On(by...))
 	}
-	breaking := or(over(catalog.MetricReplicaTTFT, catalog.MetricSLOTTFT), over(catalog.MetricReplicaTPOT, catalog.MetricSLOTPOT))
+	breaking := pql.Or(over(catalog.MetricReplicaTTFT, catalog.MetricSLOTTFT), over(catalog.MetricReplicaTPOT, catalog.MetricSLOTPOT))
 	return g.alert(alertSpec{
-		name:    AlertPastKnee,
-		expr:    and(lt(g.kw(catalog.MetricReplicaHeadroom), num(o.Below)), breaking, on(g.replicaBy()...)),
-		forDur:  o.For,
-		page:    true,
-		summary: "Replica {{ $labels.replica }} is past its knee and missing its latency SLO",
+		name:       AlertPastKnee,
+		expr:       pql.And(pql.Lt(g.kw(catalog.MetricReplicaHeadroom), pql.Num(o.Below)), breaking, pql.On(g.replicaBy()...)),
+		forDur:     o.For,
+		keepFiring: o.KeepFiringFor,
+		page:       true,
+		summary:    "Replica {{ $labels.replica }} is past its knee and missing its latency SLO",
 		desc: fmt.Sprintf("Headroom of %s to its knee is {{ $value | humanizePercentage }}, under %s, and its TTFT or TPOT "+
 			"at the SLO's quantile over kneewatch's evaluation window is over the SLO threshold, for %s. "+
 			"Load rose past what the replica can serve within its SLO: scale out or shed load now.",

@@ -4,13 +4,15 @@ import (
 	"fmt"
 
 	"github.com/prometheus/prometheus/model/rulefmt"
+
+	"github.com/kneewatch/kneewatch/pql"
 )
 
 func (g *generator) probesFailing() rulefmt.Rule {
 	o := g.o.Probes
 	return g.alert(alertSpec{
 		name:    AlertProbesFailing,
-		expr:    eq(g.recorded(probeSuccessRecord(o.FailingWindow)), num(0)),
+		expr:    pql.Eq(g.recorded(probeSuccessRecord(o.FailingWindow)), pql.Num(0)),
 		forDur:  o.FailingFor,
 		page:    true,
 		summary: "Every synthetic probe of replica {{ $labels.replica }} fails",
@@ -25,7 +27,7 @@ func (g *generator) probeSuccessLow() rulefmt.Rule {
 	o := g.o.Probes
 	return g.alert(alertSpec{
 		name:    AlertProbeSuccessLow,
-		expr:    lt(g.recorded(probeSuccessRecord(o.SuccessWindow)), num(o.SuccessBelow)),
+		expr:    pql.Lt(g.recorded(probeSuccessRecord(o.SuccessWindow)), pql.Num(o.SuccessBelow)),
 		forDur:  o.SuccessFor,
 		summary: "Synthetic probes of replica {{ $labels.replica }} often fail",
 		desc: fmt.Sprintf("Only {{ $value | humanizePercentage }} of the synthetic probes of %s succeeded "+

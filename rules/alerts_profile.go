@@ -6,13 +6,14 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 
 	"github.com/kneewatch/kneewatch/catalog"
+	"github.com/kneewatch/kneewatch/pql"
 )
 
 func (g *generator) kneeProfileMissing() rulefmt.Rule {
 	o := g.o.ProfileMissing
 	return g.alert(alertSpec{
 		name:    AlertKneeProfileMissing,
-		expr:    eq(g.kw(catalog.MetricReplicaEvalOK, equal("reason", o.Reason)), num(0)),
+		expr:    pql.Eq(g.kw(catalog.MetricReplicaEvalOK, pql.Equal("reason", o.Reason)), pql.Num(0)),
 		forDur:  o.For,
 		summary: "Replica {{ $labels.replica }} has no knee profile",
 		desc: fmt.Sprintf("kneewatch has no knee profile for %s, for %s: its headroom is unknown "+
@@ -28,17 +29,17 @@ func (g *generator) kneeProfileMissing() rulefmt.Rule {
 // load ratio ÷ effective-load ratio.
 func (g *generator) kneeProfileDrift() rulefmt.Rule {
 	o := g.o.ProfileDrift
-	drift := gt(g.kw(catalog.MetricReplicaMixDrift), num(o.MixDriftAbove))
-	efficiency := div(
-		g.kw(catalog.MetricReplicaKneeLoad, equal("dimension", o.LoadDimension)),
-		g.kw(catalog.MetricReplicaKneeLoad, equal("dimension", o.EffectiveLoadDimension)),
-		ignoring("dimension"),
+	drift := pql.Gt(g.kw(catalog.MetricReplicaMixDrift), pql.Num(o.MixDriftAbove))
+	efficiency := pql.Div(
+		g.kw(catalog.MetricReplicaKneeLoad, pql.Equal("dimension", o.LoadDimension)),
+		g.kw(catalog.MetricReplicaKneeLoad, pql.Equal("dimension", o.EffectiveLoadDimension)),
+		pql.Ignoring("dimension"),
 	)
 	return g.alert(alertSpec{
 		name: AlertKneeProfileDrift,
-		expr: or(
-			withLabel(drift, "signal", signalMixDrift),
-			withLabel(lt(efficiency, num(o.EfficiencyBelow)), "signal", signalEfficiency),
+		expr: pql.Or(
+			pql.WithLabel(drift, "signal", signalMixDrift),
+			pql.WithLabel(pql.Lt(efficiency, pql.Num(o.EfficiencyBelow)), "signal", signalEfficiency),
 		),
 		forDur:  o.For,
 		summary: "The knee profile of replica {{ $labels.replica }} no longer fits it",

@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,8 +27,14 @@ func FromConfig(a config.Alerts, evaluationWindow time.Duration) (Options, error
 	o.HeadroomExhausted.PredictHorizon = a.HeadroomExhausted.PredictWindow.D()
 	o.HeadroomExhausted.PredictBelow = a.HeadroomExhausted.PredictGuard
 	o.HeadroomExhausted.PredictConfirm = a.HeadroomExhausted.PredictConfirm.D()
+	o.HeadroomExhausted.BelowHold = a.HeadroomExhausted.Hold.D()
+	o.HeadroomExhausted.SustainRequests = a.HeadroomExhausted.SustainRequests
+	o.HeadroomExhausted.RecoveredAbove = a.HeadroomExhausted.RecoveredAbove
+	o.HeadroomExhausted.SustainBaseWindow = evaluationWindow
 	o.PastKnee.Below = a.PastKnee.Below
 	o.PastKnee.For = a.PastKnee.For.D()
+	o.HeadroomExhausted.KeepFiringFor = a.HeadroomExhausted.KeepFiringFor.D()
+	o.PastKnee.KeepFiringFor = a.PastKnee.KeepFiringFor.D()
 
 	o.SLO.Objective = a.SLOObjective
 
@@ -50,6 +57,12 @@ func FromConfig(a config.Alerts, evaluationWindow time.Duration) (Options, error
 	// Empty keeps dashboard links relative to Grafana's root.
 	o.DashboardBaseURL = strings.TrimSuffix(a.DashboardBaseURL, "/")
 	o.ExtraLabels = maps.Clone(a.Labels)
+	o.Disabled = slices.Clone(a.Disabled)
+	for _, name := range a.Disabled {
+		if !slices.Contains(Alerts(), name) {
+			return Options{}, fmt.Errorf("alerts.disabled: %q is not a generated alert (want one of %s)", name, strings.Join(Alerts(), ", "))
+		}
+	}
 
 	o.Ruler.Window = evaluationWindow
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/prometheus/model/rulefmt"
 
 	"github.com/kneewatch/kneewatch/config"
@@ -49,7 +50,7 @@ func exampleConfigOptions(t testing.TB) Options {
 // than its default.
 const changedAlerts = `alerts:
   headroom_low: {below: 0.3, for: 20m}
-  headroom_exhausted: {below: 0.1, for: 30s, predict_window: 5m, predict_guard: 0.25}
+  headroom_exhausted: {below: 0.1, for: 30s, hold: 1m, sustain_requests: 50, predict_window: 5m, predict_guard: 0.25}
   slo_objective: 0.995
   kv_pressure: {margin: 0.1, preemptions_per_second: 2, for: 1m}
   probes_failing: {success_warning: 0.8, for: 3m, all_failing_for: 2m}
@@ -73,6 +74,9 @@ func TestFromConfigAppliesEveryAlertSetting(t *testing.T) {
 				o.HeadroomLow = HeadroomLowOptions{Below: 0.3, For: 20 * time.Minute}
 				o.HeadroomExhausted.Below = 0.1
 				o.HeadroomExhausted.For = 30 * time.Second
+				o.HeadroomExhausted.BelowHold = time.Minute
+				o.HeadroomExhausted.SustainRequests = 50
+				o.HeadroomExhausted.SustainBaseWindow = 10 * time.Second
 				o.HeadroomExhausted.PredictHorizon = 5 * time.Minute
 				o.HeadroomExhausted.PredictBelow = 0.25
 				o.SLO.Objective = 0.995
@@ -126,8 +130,9 @@ func TestConfiguredValuesReachTheRenderedRules(t *testing.T) {
 		wantFor  string
 	}{
 		{"the warning threshold and its for", AlertHeadroomLow, []string{"kneewatch_replica_headroom_ratio < 0.3"}, "20m"},
-		{"the page threshold, prediction horizon and guard, and its for", AlertHeadroomExhausted,
-			[]string{"kneewatch_replica_headroom_ratio < 0.1", "kneewatch_replica_headroom_ratio < 0.25", "[5m], 300)"}, "30s"},
+		{"the page threshold and hold, prediction horizon and guard, and its for", AlertHeadroomExhausted,
+			[]string{"max_over_time(kneewatch:replica_headroom_ratio:sustained[1m]) < 0.1", "kneewatch:replica_headroom_ratio:sustained < 0.25", "[5m], 300)"}, "30s"},
+		{"the page's request count in the sustained headroom", RecordSustainedHeadroom, []string{">= 50"}, "0s"},
 		{"the SLO objective's error budget in the fast burn", AlertGoodputSLOBurnFast, []string{"14.4 * 0.005"}, "2m"},
 		{"the SLO objective's error budget in the slow burn", AlertGoodputSLOBurnSlow, []string{"3 * 0.005"}, "15m"},
 		{"the KV margin and preemption rate, and their for", AlertKVCachePressure, []string{"+ 0.1", "> 2"}, "1m"},
@@ -143,8 +148,10 @@ func TestConfiguredValuesReachTheRenderedRules(t *testing.T) {
 			if !ok {
 				t.Fatalf("no rule %s", tc.rule)
 			}
+			// Expressions are pretty-printed over several lines.
+			expr := strings.Join(strings.Fields(r.Expr), " ")
 			for _, s := range tc.wantExpr {
-				if !strings.Contains(r.Expr, s) {
+				if !strings.Contains(expr, s) && !strings.Contains(r.Expr, s) {
 					t.Errorf("%s's expression does not contain %q:\n%s", tc.rule, s, r.Expr)
 				}
 			}
@@ -171,7 +178,7 @@ func TestConfiguredValuesReachTheRenderedRules(t *testing.T) {
 
 func TestFromConfigRejectsAnUnusableEvaluationWindow(t *testing.T) {
 	_, err := FromConfig(config.DefaultAlerts(), 0)
-	want := "alerts section: rules: options: Ruler.Window: must be above 0, got 0s"
+	want := "alerts section: rules: options: HeadroomExhausted.SustainBaseWindow: must be above 0, got 0s\nRuler.Window: must be above 0, got 0s"
 	if err == nil || err.Error() != want {
 		t.Errorf("FromConfig with a zero window: %v, want %q", err, want)
 	}
@@ -189,5 +196,22 @@ func TestConfigRejectsEveryLabelTheRulesReserve(t *testing.T) {
 				t.Errorf("a config with alert label %s: %v, want an error naming alerts.labels", name, err)
 			}
 		})
+	}
+}
+
+// TestTheConfigDefaultsAreTheRulesDefaults keeps the two places alert
+// defaults are written in step: the config file's (config.DefaultAlerts,
+// what an alerts section leaves unset becomes) and the rules' own
+// (DefaultOptions, what `kneewatch rules` without a config generates). The
+// config package cannot read the rules' defaults (rules imports config), so
+// this test is what makes them one definition.
+func TestTheConfigDefaultsAreTheRulesDefaults(t *testing.T) {
+	want := DefaultOptions()
+	got, err := FromConfig(config.DefaultAlerts(), want.Ruler.Window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("the config's alert defaults differ from DefaultOptions (-rules +config):\n%s", diff)
 	}
 }

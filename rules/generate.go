@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/kneewatch/kneewatch/catalog"
+	"github.com/kneewatch/kneewatch/pql"
 )
 
 // Group is one generated rule group and the comment printed above it.
@@ -22,7 +23,7 @@ type Group struct {
 func Alerts() []string {
 	return []string{
 		AlertHeadroomLow, AlertHeadroomExhausted, AlertPastKnee,
-		AlertGoodputSLOBurnFast, AlertGoodputSLOBurnSlow,
+		AlertGoodputSLOBurnFast, AlertGoodputSLOBurnSlow, AlertModelSLOBurnFast, AlertModelSLOBurnSlow,
 		AlertKVCachePressure, AlertProbesFailing, AlertProbeSuccessLow,
 		AlertFleetCapacityLow, AlertKneeProfileMissing, AlertKneeProfileDrift,
 		AlertTargetDown, AlertAbsent,
@@ -41,14 +42,16 @@ func Generate(o Options) ([]Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	groups := []Group{g.sloGroup(), g.fleetGroup(), g.probeGroup()}
+	groups := []Group{g.sloGroup(), g.budgetGroup(), g.fleetGroup(), g.probeGroup()}
 	if hg := g.headroomGroup(); hg != nil {
 		groups = append(groups, *hg)
 	}
 	if o.Ruler.Enabled {
 		groups = append(groups, g.rulerGroup())
 	}
-	groups = append(groups, g.alertGroup())
+	alerts := g.alertGroup()
+	alerts.Rules = slices.DeleteFunc(alerts.Rules, func(r rulefmt.Rule) bool { return slices.Contains(o.Disabled, r.Alert) })
+	groups = append(groups, alerts)
 	if len(g.errs) > 0 {
 		return nil, joinErrors("rules: generating", g.errs)
 	}
@@ -93,6 +96,9 @@ func newGenerator(o Options) (*generator, error) {
 	if o.Ruler.Enabled {
 		g.external[o.Ruler.RunningMetric] = true
 		g.external[o.Ruler.WaitingMetric] = true
+		if o.Ruler.KVUsageMetric != "" {
+			g.external[o.Ruler.KVUsageMetric] = true
+		}
 	}
 	return g, nil
 }
@@ -118,21 +124,42 @@ func parseMatchers(p parser.Parser, field, s string) ([]*labels.Matcher, error) 
 // the given matchers. Taking the descriptor, not a name, keeps rules from
 // reading a metric kneewatch does not export.
 func (g *generator) kw(d catalog.MetricDesc, matchers ...*labels.Matcher) *parser.VectorSelector {
-	return selector(d.Name, append(slices.Clone(g.selector), matchers...)...)
+	return pql.Selector(d.Name, append(slices.Clone(g.selector), matchers...)...)
 }
 
 // recorded selects the output of one of this file's recording rules.
-func (g *generator) recorded(name string) *parser.VectorSelector { return selector(name) }
+func (g *generator) recorded(name string) *parser.VectorSelector { return pql.Selector(name) }
 
 // Label sets aggregations keep: a replica's, a model's and a probe target's,
-// each with Options.GroupBy.
+// each with the routing labels and Options.GroupBy. A replica is its name,
+// model and profile, and where it runs: namespace and pod (kneewatch's
+// labels for the served replica) and cluster (global.external_labels, or a
+// Thanos/Prometheus external label). Dropping namespace would send every
+// page to kneewatch's own namespace in kube-prometheus-stack's Alertmanager,
+// which groups and inhibits by it; dropping cluster would merge replicas of
+// two clusters that share a name. A label a series lacks groups as empty,
+// so keeping these costs nothing where they are not set.
 func (g *generator) replicaBy(extra ...string) []string {
-	return g.by(append([]string{"replica", "model", "profile"}, extra...)...)
+	return g.by(append([]string{"replica", "model", "profile", "namespace", "pod", "cluster"}, extra...)...)
 }
+
+// modelBy is a model's fleet: its replicas in one namespace of one cluster,
+// so a model's page routes to the namespace that serves it.
 func (g *generator) modelBy(extra ...string) []string {
-	return g.by(append([]string{"model"}, extra...)...)
+	return g.by(append([]string{"model", "namespace", "cluster"}, extra...)...)
 }
-func (g *generator) probeBy() []string { return g.by("replica", "model") }
+func (g *generator) probeBy() []string {
+	return g.by("replica", "model", "namespace", "pod", "cluster")
+}
+
+// identityBy is a replica's identity alone, for series without model and
+// profile (kneewatch_target_up).
+func (g *generator) identityBy(extra ...string) []string {
+	return g.by(append([]string{"replica", "namespace", "pod", "cluster"}, extra...)...)
+}
+
+// keptLabels are kept by every aggregation whatever Options.GroupBy says.
+var keptLabels = []string{"replica", "model", "profile", "namespace", "pod", "cluster", "slo", "signal"}
 
 func (g *generator) by(names ...string) []string { return append(names, g.o.GroupBy...) }
 

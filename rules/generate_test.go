@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/kneewatch/kneewatch/catalog"
+	"github.com/kneewatch/kneewatch/pql"
 )
 
 func TestCheckRejectsExpressionsThatNameUnknownSeries(t *testing.T) {
@@ -23,8 +24,8 @@ func TestCheckRejectsExpressionsThatNameUnknownSeries(t *testing.T) {
 	}
 	precedence := &parser.BinaryExpr{ // (a + b) * 2 built without the parentheses
 		Op:  parser.MUL,
-		LHS: &parser.BinaryExpr{Op: parser.ADD, LHS: selector("kneewatch_replica_running_requests"), RHS: selector("kneewatch_replica_waiting_requests")},
-		RHS: num(2),
+		LHS: &parser.BinaryExpr{Op: parser.ADD, LHS: pql.Selector("kneewatch_replica_running_requests"), RHS: pql.Selector("kneewatch_replica_waiting_requests")},
+		RHS: pql.Num(2),
 	}
 	tests := []struct {
 		name string
@@ -32,17 +33,17 @@ func TestCheckRejectsExpressionsThatNameUnknownSeries(t *testing.T) {
 		want string // "" means accepted
 	}{
 		{"a catalog metric matched on its own labels is accepted",
-			g.kw(catalog.MetricReplicaEvalOK, equal("reason", "no_profile")), ""},
+			g.kw(catalog.MetricReplicaEvalOK, pql.Equal("reason", "no_profile")), ""},
 		{"a catalog metric matched on a target label is accepted",
-			selector("kneewatch_replica_headroom_ratio", equal("instance", "kw:9847")), ""},
+			pql.Selector("kneewatch_replica_headroom_ratio", pql.Equal("instance", "kw:9847")), ""},
 		{"a kneewatch metric missing from the catalog is rejected",
-			selector("kneewatch_replica_happiness_ratio"), "reads kneewatch_replica_happiness_ratio, which is not in the catalog"},
+			pql.Selector("kneewatch_replica_happiness_ratio"), "reads kneewatch_replica_happiness_ratio, which is not in the catalog"},
 		{"a catalog metric matched on a label it does not have is rejected",
-			selector("kneewatch_target_up", equal("model", "llama")), `matches label "model" of kneewatch_target_up, which has only replica, source`},
+			pql.Selector("kneewatch_target_up", pql.Equal("model", "llama")), `matches label "model" of kneewatch_target_up, which has only replica, namespace, pod, source`},
 		{"a raw series the options do not name is rejected",
-			selector("sglang:num_running_reqs"), `reads "sglang:num_running_reqs", which is neither a kneewatch metric nor a series the options name`},
+			pql.Selector("sglang:num_running_reqs"), `reads "sglang:num_running_reqs", which is neither a kneewatch metric nor a series the options name`},
 		{"the ruler's raw vLLM series are accepted",
-			selector("vllm:num_requests_running"), ""},
+			pql.Selector("vllm:num_requests_running"), ""},
 		{"an operation built without its parentheses is rejected",
 			precedence, "prints differently once parsed"},
 	}
@@ -111,19 +112,51 @@ func TestOptionsShapeTheGeneratedRules(t *testing.T) {
 				}
 			}
 		}},
-		{"group-by labels are kept by every aggregation and join", func(o *Options) {
-			o.GroupBy = []string{"cluster"}
+		{"routing and group-by labels are kept by every aggregation and join", func(o *Options) {
+			o.GroupBy = []string{"region"}
 		}, func(t *testing.T, groups []Group) {
 			for name, e := range parsedRules(t, groups) {
 				parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
 					switch n := n.(type) {
 					case *parser.AggregateExpr:
-						if !slices.Contains(n.Grouping, "cluster") {
-							t.Errorf("%s: %s drops cluster", name, n.ShortString())
+						for _, l := range []string{"region", "cluster", "namespace"} {
+							// The ruler sums raw engine series by replica and GroupBy
+							// only (their namespace is the engine scrape's, which a
+							// static target may not set); its headroom takes the
+							// identity from kneewatch's side (group_right).
+							if rulerRule(name) && l != "region" {
+								continue
+							}
+							if !slices.Contains(n.Grouping, l) {
+								t.Errorf("%s: %s drops %s", name, n.ShortString(), l)
+							}
+						}
+						// A per-replica aggregation keeps the served pod too (a
+						// model's aggregation drops replica and pod together).
+						if !rulerRule(name) && slices.Contains(n.Grouping, "replica") && !slices.Contains(n.Grouping, "pod") {
+							t.Errorf("%s: %s keeps replica but drops pod", name, n.ShortString())
 						}
 					case *parser.BinaryExpr:
-						if vm := n.VectorMatching; vm != nil && vm.On && !slices.Contains(vm.MatchingLabels, "cluster") {
-							t.Errorf("%s: %s joins without cluster", name, n.ShortString())
+						vm := n.VectorMatching
+						if vm == nil || !vm.On {
+							break
+						}
+						if !slices.Contains(vm.MatchingLabels, "region") {
+							t.Errorf("%s: %s joins without region", name, n.ShortString())
+						}
+						if rulerRule(name) {
+							break
+						}
+						for _, l := range []string{"namespace", "cluster", "pod"} {
+							if l == "pod" && !slices.Contains(vm.MatchingLabels, "replica") {
+								continue
+							}
+							if !slices.Contains(vm.MatchingLabels, l) {
+								t.Errorf("%s: %s joins on %v, without %s", name, n.ShortString(), vm.MatchingLabels, l)
+							}
+						}
+						if slices.Contains(vm.MatchingLabels, "instance") {
+							t.Errorf("%s: %s joins on kneewatch's instance, which differs between shards and HA pairs", name, n.ShortString())
 						}
 					}
 					return nil
@@ -232,4 +265,10 @@ tests:
 		t.Fatal(err)
 	}
 	promtool(t, dir, "test", "rules", "ruler.test.yaml")
+}
+
+// rulerRule reports whether the rule named name is in the ruler group.
+func rulerRule(name string) bool {
+	o := DefaultOptions()
+	return slices.Contains([]string{o.rulerInflightRecord(), o.rulerKVRecord(), o.rulerKneeRatioRecord(), o.rulerHeadroomRecord()}, name)
 }

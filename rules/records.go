@@ -9,11 +9,34 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/kneewatch/kneewatch/catalog"
+	"github.com/kneewatch/kneewatch/pql"
 )
 
 // Recording rule names. Windows are part of the name, Prometheus-style.
 func errorRatioRecord(w time.Duration) string {
 	return recordPrefix + "replica_slo_error_ratio:rate" + dur(w)
+}
+
+func modelErrorRatioRecord(w time.Duration) string {
+	return recordPrefix + "model_slo_error_ratio:rate" + dur(w)
+}
+
+// Error-budget records: the requests and the good requests of the budget's
+// rate window, and the share of the budget left over the SLO window.
+const (
+	recModelRequests     = recordPrefix + "model_slo_requests:rate5m"
+	recModelGoodRequests = recordPrefix + "model_slo_good_requests:rate5m"
+	recReplicaRequests   = recordPrefix + "replica_slo_requests:rate5m"
+	recReplicaGood       = recordPrefix + "replica_slo_good_requests:rate5m"
+	budgetRateWindow     = 5 * time.Minute
+)
+
+func modelBudgetRecord(window time.Duration) string {
+	return recordPrefix + "model_slo_error_budget_remaining:ratio" + dur(window)
+}
+
+func replicaBudgetRecord(window time.Duration) string {
+	return recordPrefix + "replica_slo_error_budget_remaining:ratio" + dur(window)
 }
 
 func probeSuccessRecord(w time.Duration) string {
@@ -26,9 +49,9 @@ const (
 	recModelHeadroom     = recordPrefix + "model_headroom_ratio:pooled"
 	recModelMinHead      = recordPrefix + "model_headroom_ratio:min"
 	recModelReplicas     = recordPrefix + "model_replicas:count"
+	recModelNeeded       = recordPrefix + "model_replicas_needed:sum"
 	recModelOutputTPS    = recordPrefix + "model_output_tokens_per_second:sum"
 	recModelGoodput      = recordPrefix + "model_goodput_tokens_per_second:sum"
-	recModelErrorRatio   = recordPrefix + "model_slo_error_ratio:rate5m"
 	recSustainedHeadroom = RecordSustainedHeadroom
 )
 
@@ -47,28 +70,86 @@ func (o Options) burnWindows() []time.Duration {
 	return slices.Compact(ws)
 }
 
-// errorRatio is the share of requests that missed the SLO over window w,
-// 1 − good ÷ total, per slo, summed over the label set by (a replica's or a
-// model's). Rates are first deduplicated per replica with max, so a replica
-// exported by two kneewatch instances (HA) counts once.
-func (g *generator) errorRatio(by []string, w time.Duration) parser.Expr {
-	good := maxBy(g.replicaBy("slo"), rate(g.kw(catalog.MetricReplicaGoodRequests), w))
-	total := maxBy(g.replicaBy(), rate(g.kw(catalog.MetricReplicaRequests), w))
+// goodRate and totalRate are the rates of good requests (per slo) and of
+// all requests over w, summed over the label set by (a replica's or a
+// model's). Rates are first deduplicated per replica with max, so a
+// replica exported by two kneewatch instances (HA) counts once; sharded
+// instances export disjoint replicas, so the sum counts each once.
+func (g *generator) goodRate(by []string, w time.Duration) parser.Expr {
+	good := pql.MaxBy(g.replicaBy("slo"), pql.Rate(g.kw(catalog.MetricReplicaGoodRequests), w))
 	if !slices.Equal(by, g.replicaBy()) {
-		good = sumBy(append(slices.Clone(by), "slo"), good)
-		total = sumBy(by, total)
+		good = pql.SumBy(append(slices.Clone(by), "slo"), good)
 	}
-	return sub(num(1), div(good, total, ignoring("slo"), groupLeft()))
+	return good
+}
+
+func (g *generator) totalRate(by []string, w time.Duration) parser.Expr {
+	total := pql.MaxBy(g.replicaBy(), pql.Rate(g.kw(catalog.MetricReplicaRequests), w))
+	if !slices.Equal(by, g.replicaBy()) {
+		total = pql.SumBy(by, total)
+	}
+	return total
+}
+
+// errorRatio is the share of requests that missed the SLO over window w,
+// 1 − good ÷ total, per slo, over the label set by. Where no request
+// finished in w there is no ratio (not NaN), so an idle spell neither fires
+// a burn alert nor poisons an average over it.
+func (g *generator) errorRatio(by []string, w time.Duration) parser.Expr {
+	return pql.Sub(pql.Num(1), pql.Div(g.goodRate(by, w), pql.Gt(g.totalRate(by, w), pql.Num(0)), pql.Ignoring("slo"), pql.GroupLeft()))
+}
+
+// sloWindows are the windows error ratios are recorded over: every burn
+// window, and the budget's rate window (which the fleet dashboard reads).
+func (o Options) sloWindows() []time.Duration {
+	ws := append(o.burnWindows(), budgetRateWindow)
+	slices.Sort(ws)
+	return slices.Compact(ws)
 }
 
 func (g *generator) sloGroup() Group {
 	var rs []rulefmt.Rule
-	for _, w := range g.o.burnWindows() {
+	for _, w := range g.o.sloWindows() {
 		rs = append(rs, g.record(errorRatioRecord(w), g.errorRatio(g.replicaBy(), w)))
 	}
+	for _, w := range g.o.sloWindows() {
+		rs = append(rs, g.record(modelErrorRatioRecord(w), g.errorRatio(g.modelBy(), w)))
+	}
 	return g.group("kneewatch-slo",
-		"Share of requests missing each latency SLO (slo=ttft|tpot) per replica, over every window the\n"+
-			"multi-window multi-burn-rate alerts read: 1 - good/total from kneewatch's request counters.",
+		"Share of requests missing each latency SLO (slo=ttft|tpot) per replica and per model (its\n"+
+			"replicas in one namespace of one cluster), over every window the multi-window multi-burn-rate\n"+
+			"alerts read: 1 - good/total from kneewatch's request counters; absent where no request finished.",
+		rs)
+}
+
+// budgetGroup records the error budget left over the SLO window, per
+// model and per replica and slo: 1 − (error ratio over the window) ÷
+// (1 − objective); 1 is untouched, 0 spent, negative overspent. The
+// window's error ratio is 1 − Σ good ÷ Σ total over 5m rates recorded at
+// every evaluation, so it weighs each request once (busy hours count more
+// than idle ones) without reading 30 days of raw counters.
+func (g *generator) budgetGroup() Group {
+	o := g.o.SLO
+	budget := round12(1 - o.Objective)
+	sumOver := func(name string) parser.Expr {
+		return pql.Call("sum_over_time", pql.Matrix(g.recorded(name), o.BudgetWindow))
+	}
+	remaining := func(good, total string) parser.Expr {
+		ratio := pql.Sub(pql.Num(1), pql.Div(sumOver(good), pql.Gt(sumOver(total), pql.Num(0)), pql.Ignoring("slo"), pql.GroupLeft()))
+		return pql.Sub(pql.Num(1), pql.Div(ratio, pql.Num(budget)))
+	}
+	rs := []rulefmt.Rule{
+		g.record(recModelRequests, g.totalRate(g.modelBy(), budgetRateWindow)),
+		g.record(recModelGoodRequests, g.goodRate(g.modelBy(), budgetRateWindow)),
+		g.record(modelBudgetRecord(o.BudgetWindow), remaining(recModelGoodRequests, recModelRequests)),
+		g.record(recReplicaRequests, g.totalRate(g.replicaBy(), budgetRateWindow)),
+		g.record(recReplicaGood, g.goodRate(g.replicaBy(), budgetRateWindow)),
+		g.record(replicaBudgetRecord(o.BudgetWindow), remaining(recReplicaGood, recReplicaRequests)),
+	}
+	return g.group("kneewatch-slo-budget",
+		fmt.Sprintf("Error budget remaining over %s per model and per replica, per slo: 1 - error ratio / %s\n"+
+			"(objective %s); 1 untouched, 0 spent, below 0 overspent. Request-weighted: the sums of the\n"+
+			"5m request rates recorded here, at every evaluation, over the window.", dur(o.BudgetWindow), numText(budget), pct(o.Objective)),
 		rs)
 }
 
@@ -98,27 +179,27 @@ func (g *generator) sustainedHeadroom() parser.Expr {
 		if w == 0 {
 			return g.perReplica(catalog.MetricReplicaHeadroom)
 		}
-		return maxBy(g.replicaBy(), avgOverTime(g.kw(catalog.MetricReplicaHeadroom), w))
+		return pql.MaxBy(g.replicaBy(), pql.AvgOverTime(g.kw(catalog.MetricReplicaHeadroom), w))
 	}
 	enough := func(w time.Duration) parser.Expr {
 		if w == 0 {
 			w = o.SustainBaseWindow
 		}
-		finished := maxBy(g.replicaBy(), call("increase", matrix(g.kw(catalog.MetricReplicaRequests), w)))
-		return binary(parser.GTE, finished, num(float64(o.SustainRequests)))
+		finished := pql.MaxBy(g.replicaBy(), pql.Call("increase", pql.Matrix(g.kw(catalog.MetricReplicaRequests), w)))
+		return pql.Binary(parser.GTE, finished, pql.Num(float64(o.SustainRequests)))
 	}
 	ws := o.SustainWindows
 	var arms []parser.Expr
 	for _, w := range ws[:len(ws)-1] {
-		arms = append(arms, and(over(w), enough(w), on(g.replicaBy()...)))
+		arms = append(arms, pql.And(over(w), enough(w), pql.On(g.replicaBy()...)))
 	}
-	return anyOf(append(arms, over(ws[len(ws)-1]))...)
+	return pql.AnyOf(append(arms, over(ws[len(ws)-1]))...)
 }
 
 // perReplica dedups a kneewatch gauge to one series per replica, so fleet
 // sums do not double count when two kneewatch instances (HA) export it.
 func (g *generator) perReplica(d catalog.MetricDesc) parser.Expr {
-	return maxBy(g.replicaBy(), g.kw(d))
+	return pql.MaxBy(g.replicaBy(), g.kw(d))
 }
 
 func (g *generator) fleetGroup() Group {
@@ -126,17 +207,20 @@ func (g *generator) fleetGroup() Group {
 	// headroom), as the Go fleet headroom sums over available replicas: a
 	// replica without a profile still exports its in-flight load.
 	evaluated := g.perReplica(catalog.MetricReplicaHeadroom)
-	inflight := and(g.perReplica(catalog.MetricReplicaInflight), evaluated, on(g.replicaBy()...))
-	knee := and(g.perReplica(catalog.MetricKneeConcurrency), evaluated, on(g.replicaBy()...))
+	inflight := pql.And(g.perReplica(catalog.MetricReplicaInflight), evaluated, pql.On(g.replicaBy()...))
+	knee := pql.And(g.perReplica(catalog.MetricKneeConcurrency), evaluated, pql.On(g.replicaBy()...))
 	rs := []rulefmt.Rule{
-		g.record(recModelInflight, sumBy(g.modelBy(), inflight)),
-		g.record(recModelKnee, sumBy(g.modelBy(), knee)),
-		g.record(recModelHeadroom, sub(num(1), div(sumBy(g.modelBy(), inflight), sumBy(g.modelBy(), knee)))),
-		g.record(recModelMinHead, minBy(g.modelBy(), g.perReplica(catalog.MetricReplicaHeadroom))),
-		g.record(recModelReplicas, countBy(g.modelBy(), g.perReplica(catalog.MetricReplicaHeadroom))),
-		g.record(recModelOutputTPS, sumBy(g.modelBy(), g.perReplica(catalog.MetricReplicaOutputTPS))),
-		g.record(recModelGoodput, sumBy(g.modelBy(), g.perReplica(catalog.MetricReplicaGoodput))),
-		g.record(recModelErrorRatio, g.errorRatio(g.modelBy(), 5*time.Minute)),
+		g.record(recModelInflight, pql.SumBy(g.modelBy(), inflight)),
+		g.record(recModelKnee, pql.SumBy(g.modelBy(), knee)),
+		g.record(recModelHeadroom, pql.Sub(pql.Num(1), pql.Div(pql.SumBy(g.modelBy(), inflight), pql.SumBy(g.modelBy(), knee)))),
+		g.record(recModelMinHead, pql.MinBy(g.modelBy(), g.perReplica(catalog.MetricReplicaHeadroom))),
+		g.record(recModelReplicas, pql.CountBy(g.modelBy(), g.perReplica(catalog.MetricReplicaHeadroom))),
+		// As kneewatch_fleet_replicas_needed, but over every kneewatch
+		// instance: a sharded instance only sees its own replicas.
+		g.record(recModelNeeded, pql.Div(pql.SumBy(g.modelBy(), pql.Sub(pql.Num(1), g.perReplica(catalog.MetricReplicaHeadroom))),
+			pql.Num(round12(1-g.o.Fleet.TargetHeadroom)))),
+		g.record(recModelOutputTPS, pql.SumBy(g.modelBy(), g.perReplica(catalog.MetricReplicaOutputTPS))),
+		g.record(recModelGoodput, pql.SumBy(g.modelBy(), g.perReplica(catalog.MetricReplicaGoodput))),
 	}
 	return g.group("kneewatch-fleet",
 		"Per-model fleet aggregates of kneewatch's replica series, computed by Prometheus so they also\n"+
@@ -153,12 +237,12 @@ func (g *generator) fleetGroup() Group {
 // not nothing); attempts are successes and failures of every class, which
 // never share a label set, so "or" is their union.
 func (g *generator) probeSuccessRatio(w time.Duration) parser.Expr {
-	ok := rate(g.kw(catalog.MetricProbeSuccess), w)
-	failed := rate(g.kw(catalog.MetricProbeFailures), w)
-	attempts := sumBy(g.probeBy(), or(ok, failed))
-	return and(
-		div(sumBy(g.probeBy(), or(ok, mul(num(0), failed))), attempts),
-		gt(attempts, num(0)),
+	ok := pql.Rate(g.kw(catalog.MetricProbeSuccess), w)
+	failed := pql.Rate(g.kw(catalog.MetricProbeFailures), w)
+	attempts := pql.SumBy(g.probeBy(), pql.Or(ok, failed))
+	return pql.And(
+		pql.Div(pql.SumBy(g.probeBy(), pql.Or(ok, pql.Mul(pql.Num(0), failed))), attempts),
+		pql.Gt(attempts, pql.Num(0)),
 	)
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +34,11 @@ func (o Options) Validate() error {
 	checkLabelSelector(&p, pp, "Selector", o.Selector)
 	checkGroupBy(&p, o.GroupBy)
 	checkExtraLabels(&p, o.ExtraLabels)
+	for _, name := range o.Disabled {
+		if !slices.Contains(Alerts(), name) {
+			p.add("Disabled", "%q is not a generated alert (want one of %s)", name, strings.Join(Alerts(), ", "))
+		}
+	}
 	notEmpty(&p, "PageSeverity", o.PageSeverity)
 	notEmpty(&p, "TicketSeverity", o.TicketSeverity)
 	checkBaseURL(&p, "RunbookBaseURL", o.RunbookBaseURL, true)
@@ -51,12 +57,17 @@ func (o Options) Validate() error {
 		p.add("HeadroomExhausted.PredictBelow", "%v must be above HeadroomExhausted.Below (%v) and at most 1", ex.PredictBelow, ex.Below)
 	}
 	positive(&p, "HeadroomExhausted.PredictLookback", ex.PredictLookback)
-	positive(&p, "HeadroomExhausted.PredictHorizon", ex.PredictHorizon)
+	// A zero horizon turns the trend arm off.
+	notNegative(&p, "HeadroomExhausted.PredictHorizon", ex.PredictHorizon)
 	notNegative(&p, "HeadroomExhausted.For", ex.For)
+	notNegative(&p, "HeadroomExhausted.KeepFiringFor", ex.KeepFiringFor)
+	notNegative(&p, "HeadroomExhausted.BelowHold", ex.BelowHold)
+	notNegative(&p, "HeadroomExhausted.PredictHold", ex.PredictHold)
 	if pk := o.PastKnee; !(pk.Below <= ex.Below) {
 		p.add("PastKnee.Below", "%v must be at most HeadroomExhausted.Below (%v): it pages on a replica already at or past its knee", pk.Below, ex.Below)
 	}
 	notNegative(&p, "PastKnee.For", o.PastKnee.For)
+	notNegative(&p, "PastKnee.KeepFiringFor", o.PastKnee.KeepFiringFor)
 	notNegative(&p, "HeadroomExhausted.PredictConfirm", ex.PredictConfirm)
 	if ex.PredictConfirm >= ex.PredictLookback && ex.PredictConfirm > 0 {
 		p.add("HeadroomExhausted.PredictConfirm", "%s must be shorter than HeadroomExhausted.PredictLookback (%s): it confirms the most recent part of the trend",
@@ -67,6 +78,9 @@ func (o Options) Validate() error {
 	}
 	if ex.SustainRequests < 0 {
 		p.add("HeadroomExhausted.SustainRequests", "%d must not be negative (0 reads the exported headroom as it is)", ex.SustainRequests)
+	}
+	if ex.RecoveredAbove != 0 && !(ex.RecoveredAbove > ex.Below && ex.RecoveredAbove <= 1) {
+		p.add("HeadroomExhausted.RecoveredAbove", "%v must be above HeadroomExhausted.Below (%v) and at most 1, or 0 (off)", ex.RecoveredAbove, ex.Below)
 	}
 	if ex.SustainRequests > 0 {
 		if len(ex.SustainWindows) < 2 {
@@ -101,6 +115,9 @@ func (o Options) Validate() error {
 	notNegative(&p, "Probes.SuccessFor", pr.SuccessFor)
 
 	notNegative(&p, "Fleet.For", o.Fleet.For)
+	if !(o.Fleet.TargetHeadroom >= 0 && o.Fleet.TargetHeadroom < 1) {
+		p.add("Fleet.TargetHeadroom", "%v is outside [0, 1) (the config's global.target_headroom)", o.Fleet.TargetHeadroom)
+	}
 	labelValue(&p, "ProfileMissing.Reason", o.ProfileMissing.Reason)
 	notNegative(&p, "ProfileMissing.For", o.ProfileMissing.For)
 
@@ -123,6 +140,9 @@ func (o Options) Validate() error {
 		labelName(&p, "Ruler.JoinLabel", r.JoinLabel)
 		metricName(&p, "Ruler.RunningMetric", r.RunningMetric)
 		metricName(&p, "Ruler.WaitingMetric", r.WaitingMetric)
+		if r.KVUsageMetric != "" {
+			metricName(&p, "Ruler.KVUsageMetric", r.KVUsageMetric)
+		}
 	}
 	o.PrometheusRule.validate(&p)
 
@@ -159,6 +179,9 @@ func (s SLOOptions) validate(p *problems) {
 	}
 	notNegative(p, "SLO.PageFor", s.PageFor)
 	notNegative(p, "SLO.TicketFor", s.TicketFor)
+	if s.BudgetWindow < budgetRateWindow {
+		p.add("SLO.BudgetWindow", "%s is shorter than the %s rates it sums (30d is the usual SLO window)", dur(s.BudgetWindow), dur(budgetRateWindow))
+	}
 }
 
 // Kubernetes object names and label syntax (RFC 1123 and the label rules).
@@ -213,7 +236,7 @@ func checkGroupBy(p *problems, names []string) {
 	for i, n := range names {
 		field := fmt.Sprintf("GroupBy[%d]", i)
 		labelName(p, field, n)
-		if slices.Contains([]string{"replica", "model", "profile", "slo", "signal"}, n) {
+		if slices.Contains(keptLabels, n) {
 			p.add(field, "%q is already kept by every aggregation", n)
 		}
 		if slices.Contains(names[:i], n) {

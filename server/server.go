@@ -22,8 +22,10 @@ import (
 type Options struct {
 	// Registry holds every metric /metrics serves (never the default registry).
 	Registry *prometheus.Registry
-	// Ready reports whether the first evaluation has completed.
-	Ready func() bool
+	// Ready returns nil once kneewatch is ready (the first evaluation has
+	// completed, and discovery, when on, has listed the serving pods), else
+	// why not; /-/ready answers 503 with that reason. Nil: always ready.
+	Ready func() error
 	// Version is shown on the landing page.
 	Version string
 	// Description is shown on the landing page.
@@ -52,10 +54,12 @@ func Handler(o Options) (http.Handler, error) {
 	})
 	mux.HandleFunc("GET /-/ready", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if o.Ready != nil && !o.Ready() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("kneewatch is not ready: no evaluation has completed yet.\n"))
-			return
+		if o.Ready != nil {
+			if err := o.Ready(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte("kneewatch is not ready: " + err.Error() + "\n"))
+				return
+			}
 		}
 		_, _ = w.Write([]byte("kneewatch is ready.\n"))
 	})
@@ -72,7 +76,7 @@ func Handler(o Options) (http.Handler, error) {
 	links := append([]web.LandingLinks{
 		{Address: "metrics", Text: "Metrics", Description: "headroom, goodput and knee metrics"},
 		{Address: "-/healthy", Text: "Health"},
-		{Address: "-/ready", Text: "Readiness", Description: "503 until the first evaluation"},
+		{Address: "-/ready", Text: "Readiness", Description: "503 until the first evaluation and discovery's first list of pods"},
 	}, o.ExtraLinks...)
 	landing, err := web.NewLandingPage(web.LandingConfig{
 		Name:        "kneewatch",

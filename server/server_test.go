@@ -27,7 +27,12 @@ func startServer(t *testing.T, ready *atomic.Bool, webConfig string) string {
 	g.Set(42)
 	reg.MustRegister(g)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, err := Handler(Options{Registry: reg, Ready: ready.Load, Version: "test", Logger: logger})
+	h, err := Handler(Options{Registry: reg, Ready: func() error {
+		if !ready.Load() {
+			return errors.New("no evaluation has completed yet")
+		}
+		return nil
+	}, Version: "test", Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +73,8 @@ func TestReadinessWaitsForTheFirstEvaluation(t *testing.T) {
 	if code, _ := get(t, base+"/-/healthy", "", ""); code != 200 {
 		t.Errorf("/-/healthy = %d, want 200 from the start", code)
 	}
-	if code, _ := get(t, base+"/-/ready", "", ""); code != 503 {
-		t.Errorf("/-/ready before the first evaluation = %d, want 503", code)
+	if code, body := get(t, base+"/-/ready", "", ""); code != 503 || body != "kneewatch is not ready: no evaluation has completed yet\n" {
+		t.Errorf("/-/ready before the first evaluation = %d %q, want 503 with the reason", code, body)
 	}
 	ready.Store(true)
 	if code, _ := get(t, base+"/-/ready", "", ""); code != 200 {

@@ -76,7 +76,7 @@ func jump(key uint64, buckets int) int {
 
 // Describe and Collect export the assignment, so a dashboard or an alert
 // can tell the shards apart and check that none is missing: every
-// instance exports kneewatch_shard_ordinal and kneewatch_shard_count.
+// instance exports kneewatch_shard_ordinal and kneewatch_shards.
 func (a Assignment) Describe(ch chan<- *prometheus.Desc) {
 	ch <- ordinalDesc
 	ch <- countDesc

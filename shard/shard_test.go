@@ -127,10 +127,10 @@ func TestTheAssignmentIsExported(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `
-# HELP kneewatch_shard_count How many kneewatch instances split the replicas (--total-shards); 1 when not sharded.
-# TYPE kneewatch_shard_count gauge
-kneewatch_shard_count 5
-# HELP kneewatch_shard_ordinal This instance's shard (--shard), 0 to kneewatch_shard_count - 1; it watches only the replicas whose name hashes to it.
+# HELP kneewatch_shards How many kneewatch instances split the replicas (--total-shards); 1 when not sharded.
+# TYPE kneewatch_shards gauge
+kneewatch_shards 5
+# HELP kneewatch_shard_ordinal This instance's shard (--shard), 0 to kneewatch_shards - 1; it watches only the replicas whose name hashes to it.
 # TYPE kneewatch_shard_ordinal gauge
 kneewatch_shard_ordinal 2
 `

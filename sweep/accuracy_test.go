@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
 	"github.com/kneewatch/kneewatch/measure"
-	"github.com/kneewatch/kneewatch/sim"
 )
 
 // kneeCase is one must-show sweep against the wall-clock simulator. Why

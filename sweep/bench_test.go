@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/kneewatch/kneewatch/workload"
 )
 
 // benchTokens is the streamed response of the benchmarks: 64 token chunks,
@@ -39,7 +41,7 @@ func instantStream(b *testing.B) *httptest.Server {
 // difference is what the client adds. Run with -cpu 1 for requests/s per core.
 func BenchmarkClientRequest(b *testing.B) {
 	srv := instantStream(b)
-	c := &Client{BaseURL: srv.URL, Model: "m", Stream: true, Prompt: UniquePrompts(), HTTP: NewHTTPClient(4)}
+	c := &Client{BaseURL: srv.URL, Model: "m", Stream: true, Prompt: workload.UniquePrompts(), HTTP: NewHTTPClient(4)}
 	ctx := context.Background()
 	req := Request{PromptTokens: 256, MaxTokens: benchTokens}
 	b.ReportAllocs()
@@ -56,7 +58,7 @@ func BenchmarkClientRequest(b *testing.B) {
 func BenchmarkBareRequest(b *testing.B) {
 	srv := instantStream(b)
 	hc := NewHTTPClient(4)
-	body := `{"model":"m","prompt":"` + strings.TrimSpace(UniquePrompts()(256)) + `","max_tokens":64,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true}`
+	body := `{"model":"m","prompt":"` + strings.TrimSpace(workload.UniquePrompts()(256)) + `","max_tokens":64,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true}`
 	b.ReportAllocs()
 	for b.Loop() {
 		resp, err := hc.Post(srv.URL+"/completions", "application/json", strings.NewReader(body))

@@ -9,6 +9,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kneewatch/kneewatch/config"
+	"github.com/kneewatch/kneewatch/openai"
+	"github.com/kneewatch/kneewatch/probe"
+	"github.com/kneewatch/kneewatch/workload"
 )
 
 // sseServer answers every completion request with the given events, each
@@ -51,7 +56,7 @@ func TestClientReadsAStreamedCompletion(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			c := &Client{BaseURL: srv.URL + "/v1", Model: "m", Chat: tc.chat, Stream: true, Prompt: UniquePrompts()}
+			c := &Client{BaseURL: srv.URL + "/v1", Model: "m", Chat: tc.chat, Stream: true, Prompt: workload.UniquePrompts()}
 			res := c.Do(context.Background(), Request{PromptTokens: 16, MaxTokens: 3})
 			if res.Err != nil {
 				t.Fatal(res.Err)
@@ -80,16 +85,16 @@ func TestClientFailsClearlyOnBadStreams(t *testing.T) {
 		want        error
 		wantText    string
 	}{
-		{"a JSON answer to a streaming request", "application/json", []string{`{"usage":{}}`}, ErrNotStreaming, `Content-Type "application/json"`},
-		{"no usage before [DONE]", "text/event-stream", []string{textChunk, "[DONE]"}, ErrNoUsage, ""},
-		{"a stream cut before [DONE]", "text/event-stream", []string{textChunk, usageChunk}, ErrNoDone, ""},
+		{"a JSON answer to a streaming request", "application/json", []string{`{"usage":{}}`}, openai.ErrNotStreaming, `Content-Type "application/json"`},
+		{"no usage before [DONE]", "text/event-stream", []string{textChunk, "[DONE]"}, openai.ErrNoUsage, ""},
+		{"a stream cut before [DONE]", "text/event-stream", []string{textChunk, usageChunk}, openai.ErrNoDone, ""},
 		{"zero output tokens", "text/event-stream", []string{`{"choices":[],"usage":{"prompt_tokens":16,"completion_tokens":0}}`, "[DONE]"}, ErrNoTokens, ""},
 		{"an error event mid-stream", "text/event-stream", []string{textChunk, `{"error":{"message":"engine died","code":500}}`, "[DONE]"}, nil, "error event in the stream: engine died"},
-		{"a chunk that is not JSON", "text/event-stream", []string{"{nope"}, nil, "bad stream chunk"},
+		{"a chunk that is not JSON", "text/event-stream", []string{"{nope"}, nil, "stream chunk 1 is not JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := sseServer(t, tc.contentType, tc.events...)
-			c := &Client{BaseURL: srv.URL, Model: "m", Stream: true, Prompt: UniquePrompts()}
+			c := &Client{BaseURL: srv.URL, Model: "m", Stream: true, Prompt: workload.UniquePrompts()}
 			res := c.Do(context.Background(), Request{PromptTokens: 4, MaxTokens: 3})
 			if res.Err == nil {
 				t.Fatal("no error")
@@ -111,35 +116,14 @@ func TestClientSendsTheAPIKeyAsABearerToken(t *testing.T) {
 		http.Error(w, `{"error":{"message":"no"}}`, http.StatusUnauthorized)
 	}))
 	defer srv.Close()
-	c := &Client{BaseURL: srv.URL, Model: "m", Stream: true, APIKey: "sk-test", Prompt: UniquePrompts()}
+	c := &Client{BaseURL: srv.URL, Model: "m", Stream: true, APIKey: "sk-test", Prompt: workload.UniquePrompts()}
 	res := c.Do(context.Background(), Request{PromptTokens: 4, MaxTokens: 3})
-	var herr *HTTPError
+	var herr *openai.HTTPError
 	if !errors.As(res.Err, &herr) || herr.Code != http.StatusUnauthorized {
 		t.Fatalf("error %v, want an HTTP 401", res.Err)
 	}
 	if auth != "Bearer sk-test" {
 		t.Errorf("Authorization %q, want the bearer token", auth)
-	}
-}
-
-func TestUniquePromptsHaveTheRequestedTokensAndDistinctStarts(t *testing.T) {
-	prompt := UniquePrompts()
-	other := UniquePrompts()
-	seen := map[string]bool{}
-	for _, n := range []int{2, 3, 16, 100, 2800} {
-		for _, p := range []string{prompt(n), other(n)} {
-			if got := countTokens(p); got != n {
-				t.Errorf("prompt of %d tokens counts %d under the word rule", n, got)
-			}
-			first := strings.Fields(p)[0]
-			if seen[first] {
-				t.Errorf("first word %q repeats: prompts would share a cached prefix", first)
-			}
-			seen[first] = true
-		}
-	}
-	if prompt(0) != "" {
-		t.Error("a 0-token prompt is not empty")
 	}
 }
 
@@ -151,5 +135,48 @@ func TestTPOTFollowsVLLMBench(t *testing.T) {
 	r.OutputTokens = 1
 	if _, ok := r.TPOT(); ok {
 		t.Error("a single-token request has a TPOT")
+	}
+}
+
+// TestTheProbeAndTheSweepStampTTFTAtTheFirstReasoningToken runs both
+// clients against one reasoning model's stream: the reasoning arrives, a
+// pause, then the answer. Both stamp TTFT at the reasoning, so each sees
+// about the pause between its first token and the end (a little less when
+// the client reads the reasoning late on a busy machine: half of it is
+// asked); stamped at the answer instead, the two would be a few
+// microseconds apart.
+func TestTheProbeAndTheSweepStampTTFTAtTheFirstReasoningToken(t *testing.T) {
+	const pause = 300 * time.Millisecond
+	for _, field := range []string{"reasoning_content", "reasoning"} {
+		t.Run(field, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				for _, e := range []string{chatRole, `{"choices":[{"delta":{"` + field + `":"Let me think."},"index":0}]}`} {
+					fmt.Fprintf(w, "data: %s\n\n", e)
+				}
+				w.(http.Flusher).Flush()
+				time.Sleep(pause)
+				for _, e := range []string{chatChunk, chatChunk, usageChunk, "[DONE]"} {
+					fmt.Fprintf(w, "data: %s\n\n", e)
+				}
+			}))
+			defer srv.Close()
+
+			swept := (&Client{BaseURL: srv.URL + "/v1", Model: "m", Chat: true, Stream: true, Prompt: workload.UniquePrompts()}).
+				Do(context.Background(), Request{PromptTokens: 16, MaxTokens: 3})
+			probed := (&probe.Client{API: config.ProbeAPIChat, PromptTokens: 16, MaxTokens: 3, Timeout: 10 * time.Second}).
+				Probe(context.Background(), probe.Request{BaseURL: srv.URL + "/v1", Model: "m"})
+			if swept.Err != nil || !probed.OK() {
+				t.Fatalf("sweep: %v; probe: %s %v", swept.Err, probed.Class, probed.Err)
+			}
+			for who, r := range map[string]struct{ ttft, e2e time.Duration }{
+				"sweep": {swept.TTFT, swept.E2E},
+				"probe": {probed.TTFT, probed.E2E},
+			} {
+				if r.ttft <= 0 || r.e2e-r.ttft < pause/2 {
+					t.Errorf("%s: TTFT %s of E2E %s: the first token was stamped after the pause, at the answer, not at the reasoning", who, r.ttft, r.e2e)
+				}
+			}
+		})
 	}
 }

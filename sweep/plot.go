@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,6 +68,37 @@ func SavePlot(path string, p *knee.Profile) error {
 // (log scale), with the knee marked in every panel. Points that broke the
 // SLO are drawn as crosses, the others as dots. format is "png" or "svg".
 func WritePlot(w io.Writer, p *knee.Profile, format string) error {
+	return WritePlotWith(w, p, format, PlotExtras{})
+}
+
+// PlotExtras add to a profile's plot what a sweep does not know: a title
+// and a replica's live operating point (the dashboards' knee panel).
+type PlotExtras struct {
+	Title string          // replaces the profile's title when set
+	Live  *OperatingPoint // drawn as a large point in every panel when set
+}
+
+// OperatingPoint is where a replica runs now: in-flight requests, output
+// tokens/s and p99 latencies. An unknown (NaN) value is not drawn. Each
+// panel's legend names the point by Label ("demo-2 now", say) followed by
+// its in-flight requests and that panel's own value.
+type OperatingPoint struct {
+	Label                           string
+	Concurrency, OutputTokensPerSec float64
+	TTFTP99Seconds, TPOTP99Seconds  float64
+}
+
+// legend is the live point's legend entry in one panel: the label, the
+// in-flight requests and the panel's value.
+func (l *OperatingPoint) legend(value string) string {
+	return fmt.Sprintf("%s: %s in flight, %s", l.Label, strconv.FormatFloat(l.Concurrency, 'f', 0, 64), value)
+}
+
+// colorLive marks the live operating point.
+var colorLive = color.RGBA{R: 214, G: 39, B: 40, A: 255} // red
+
+// WritePlotWith is WritePlot with extras.
+func WritePlotWith(w io.Writer, p *knee.Profile, format string, x PlotExtras) error {
 	if len(p.Points) == 0 {
 		return fmt.Errorf("plot: the profile has no points")
 	}
@@ -76,8 +108,27 @@ func WritePlot(w io.Writer, p *knee.Profile, format string) error {
 		latencyPanel(p, "TPOT", func(pt knee.Point) float64 { return pt.TPOT.P99 }, p.SLO.TPOT.D()),
 	}
 	panels[0].Title.Text = title(p)
+	if x.Title != "" {
+		panels[0].Title.Text = x.Title
+	}
+	if l := x.Live; l != nil {
+		addLive(panels[0], l, l.OutputTokensPerSec, 1, strconv.FormatFloat(l.OutputTokensPerSec, 'f', 0, 64)+" tok/s")
+		addLive(panels[1], l, l.TTFTP99Seconds, latencyScale(p.SLO.TTFT.D()), "p99 TTFT "+latencyText(l.TTFTP99Seconds, p.SLO.TTFT.D()))
+		addLive(panels[2], l, l.TPOTP99Seconds, latencyScale(p.SLO.TPOT.D()), "p99 TPOT "+latencyText(l.TPOTP99Seconds, p.SLO.TPOT.D()))
+	}
 	for _, pl := range panels[:len(panels)-1] {
 		pl.X.Label.Text = ""
+	}
+	// The glyphs' meaning, once, in the first panel's legend.
+	if slices.ContainsFunc(p.Points, func(pt knee.Point) bool { return !pt.MeetsSLO }) {
+		s, _ := plotter.NewScatter(plotter.XYs{})
+		s.Color, s.Shape, s.Radius = color.Black, draw.CrossGlyph{}, vg.Points(4)
+		panels[0].Legend.Add("cross: a level that broke the SLO", s)
+	}
+	for _, pl := range panels {
+		// Room above the curves for the legend (three or four lines), which
+		// sits top left.
+		pl.Y.Max *= 1.3
 	}
 
 	var canvas interface {
@@ -155,7 +206,10 @@ func throughputPanel(p *knee.Profile) *plot.Plot {
 		ymax = max(ymax, pt.OutputTokensPerSecond)
 	}
 	addSeries(pl, p, "output tok/s", colorOutput, func(pt knee.Point) float64 { return pt.OutputTokensPerSecond })
-	addSeries(pl, p, "goodput tok/s (requests meeting the SLO)", colorGoodput, func(pt knee.Point) float64 { return pt.GoodputTokensPerSecond })
+	// A curve read back from kneewatch's series has no goodput: no line of zeros.
+	if slices.ContainsFunc(p.Points, func(pt knee.Point) bool { return pt.GoodputTokensPerSecond > 0 }) {
+		addSeries(pl, p, "goodput tok/s (requests meeting the SLO)", colorGoodput, func(pt knee.Point) float64 { return pt.GoodputTokensPerSecond })
+	}
 	finishPanel(pl, p, ymax*1.15)
 	return pl
 }
@@ -164,9 +218,9 @@ func throughputPanel(p *knee.Profile) *plot.Plot {
 // the SLO threshold as a dashed line.
 func latencyPanel(p *knee.Profile, name string, value func(knee.Point) float64, slo time.Duration) *plot.Plot {
 	threshold := slo.Seconds()
-	scale, unit := 1e3, "ms"
-	if threshold >= 2 {
-		scale, unit = 1, "s"
+	scale, unit := latencyScale(slo), "ms"
+	if scale == 1 {
+		unit = "s"
 	}
 	pl := basePanel(p, fmt.Sprintf("p99 %s (%s)", name, unit))
 	ymax := threshold * scale
@@ -180,6 +234,38 @@ func latencyPanel(p *knee.Profile, name string, value func(knee.Point) float64, 
 	pl.Legend.Add(fmt.Sprintf("SLO: %s %s ≤ %s", measure.QuantileLabel(p.SLO.Quantile), name, slo), sloLine)
 	finishPanel(pl, p, ymax*1.15)
 	return pl
+}
+
+// latencyScale is the factor from seconds to a latency panel's unit:
+// milliseconds, or seconds for an SLO of 2 s or more.
+func latencyScale(slo time.Duration) float64 {
+	if slo.Seconds() >= 2 {
+		return 1
+	}
+	return 1e3
+}
+
+// latencyText is a latency in a latency panel's unit (see latencyScale).
+func latencyText(seconds float64, slo time.Duration) string {
+	if latencyScale(slo) == 1 {
+		return strconv.FormatFloat(seconds, 'g', 3, 64) + " s"
+	}
+	return strconv.FormatFloat(seconds*1e3, 'f', 0, 64) + " ms"
+}
+
+// addLive draws the live operating point (x: in flight) at y, scaled, and
+// raises the panel's y range to hold it; value is the panel's reading in
+// its legend entry.
+func addLive(pl *plot.Plot, l *OperatingPoint, y, scale float64, value string) {
+	if math.IsNaN(l.Concurrency) || math.IsNaN(y) {
+		return
+	}
+	s, _ := plotter.NewScatter(plotter.XYs{{X: l.Concurrency, Y: y * scale}})
+	s.Color, s.Shape, s.Radius = colorLive, draw.CircleGlyph{}, vg.Points(6)
+	pl.Add(s)
+	pl.Legend.Add(l.legend(value), s)
+	pl.Y.Max = max(pl.Y.Max, y*scale*1.15)
+	pl.X.Max = max(pl.X.Max, l.Concurrency*1.2)
 }
 
 // addSeries draws a line through the points and a glyph at each: a dot
@@ -221,8 +307,7 @@ func finishPanel(pl *plot.Plot, p *knee.Profile, ymax float64) {
 		return
 	}
 	kneeLine := func(x float64, c color.Color, label string) {
-		k, _ := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: ymax}})
-		k.Color, k.Width, k.Dashes = c, vg.Points(2), []vg.Length{vg.Points(2), vg.Points(2)}
+		k := verticalLine{x: x, LineStyle: draw.LineStyle{Color: c, Width: vg.Points(2), Dashes: []vg.Length{vg.Points(2), vg.Points(2)}}}
 		pl.Add(k)
 		pl.Legend.Add(label, k)
 	}
@@ -236,14 +321,43 @@ func finishPanel(pl *plot.Plot, p *knee.Profile, ymax float64) {
 	kneeLine(p.Knee.Concurrency, colorKnee, "knee: concurrency "+formatConcurrency(p.Knee.Concurrency))
 }
 
+// verticalLine is a line at x across the panel's whole height, whatever
+// its y range ends up being; it does not widen the range.
+type verticalLine struct {
+	x float64
+	draw.LineStyle
+}
+
+func (l verticalLine) Plot(c draw.Canvas, pl *plot.Plot) {
+	x := pl.X.Norm(l.x)
+	if x < 0 || x > 1 {
+		return
+	}
+	at := c.Min.X + vg.Length(x)*(c.Max.X-c.Min.X)
+	c.StrokeLine2(l.LineStyle, at, c.Min.Y, at, c.Max.Y)
+}
+
+// Thumbnail draws the legend's sample: a horizontal stroke, as a line's.
+func (l verticalLine) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(l.LineStyle, c.Min.X, y, c.Max.X, y)
+}
+
 // plainTicks are gonum's default ticks labelled without trailing zeros
-// ("7500", not "7500.00").
+// ("7500", not "7500.00"). Where gonum labels fewer than three (0 and 25
+// of a 0–30 axis, say), every tick is labelled.
 type plainTicks struct{}
 
 func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
 	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	labelled := 0
+	for _, t := range ticks {
+		if t.Label != "" {
+			labelled++
+		}
+	}
 	for i := range ticks {
-		if ticks[i].Label != "" {
+		if ticks[i].Label != "" || labelled < 3 {
 			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', 6, 64)
 		}
 	}

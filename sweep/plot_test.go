@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
-	"github.com/kneewatch/kneewatch/sim"
 )
 
 // truthProfile is the simulator's ground-truth profile for the 8B/H100 chat

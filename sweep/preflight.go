@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/collector"
+	"github.com/kneewatch/kneewatch/openai"
 )
 
 // Target is what the preflight learned about the endpoint before any load.
@@ -100,7 +101,7 @@ func Preflight(ctx context.Context, client *Client, m *Metrics, guessedMetrics b
 
 // probeError explains why the probe cannot start a sweep, or returns nil.
 func probeError(client *Client, r Result) error {
-	var herr *HTTPError
+	var herr *openai.HTTPError
 	switch {
 	case r.Err == nil && r.TTFT <= 0:
 		return fmt.Errorf("probe request to %s: %d tokens came back but no content chunk arrived before [DONE], so TTFT cannot be measured", client.BaseURL, r.OutputTokens)
@@ -110,9 +111,9 @@ func probeError(client *Client, r Result) error {
 		return fmt.Errorf("probe request to %s was refused (HTTP %d): check --api-key-file or the API key variable", client.BaseURL, herr.Code)
 	case errors.As(r.Err, &herr) && herr.Code == http.StatusNotFound:
 		return fmt.Errorf("probe request to %s: HTTP 404 (%s): is the model %q served, and is the target the API base (…/v1)?", client.BaseURL, herr.Body, client.Model)
-	case errors.Is(r.Err, ErrNotStreaming):
+	case errors.Is(r.Err, openai.ErrNotStreaming):
 		return fmt.Errorf("probe request to %s: %w; the sweep needs a streaming (SSE) endpoint to measure TTFT", client.BaseURL, r.Err)
-	case errors.Is(r.Err, ErrNoUsage):
+	case errors.Is(r.Err, openai.ErrNoUsage):
 		return fmt.Errorf("probe request to %s: %w; the sweep takes token counts from usage and needs a server that honours stream_options.include_usage", client.BaseURL, r.Err)
 	case errors.Is(r.Err, ErrNoTokens):
 		return fmt.Errorf("probe request to %s: zero output tokens came back, so there is nothing to measure", client.BaseURL)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/workload"
 )
 
 // fakeServer is an OpenAI-compatible endpoint whose answers a test chooses;
@@ -145,7 +146,7 @@ func TestAGuessedMetricsURLThatFailsIsDroppedWithAWarning(t *testing.T) {
 	f := &fakeServer{models: modelList, completions: goodStream}
 	url := f.start(t)
 	m := &Metrics{Scraper: newScraper(), EngineURL: GuessMetricsURL(url)}
-	tgt, err := Preflight(context.Background(), &Client{BaseURL: url, Model: "served-model", Stream: true, Prompt: UniquePrompts()}, m, true)
+	tgt, err := Preflight(context.Background(), &Client{BaseURL: url, Model: "served-model", Stream: true, Prompt: workload.UniquePrompts()}, m, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestAGuessedMetricsURLThatFailsIsDroppedWithAWarning(t *testing.T) {
 	}
 	// Given explicitly, the same failure is an error.
 	m.EngineURL = GuessMetricsURL(url)
-	if _, err := Preflight(context.Background(), &Client{BaseURL: url, Model: "served-model", Stream: true, Prompt: UniquePrompts()}, m, false); err == nil || !strings.Contains(err.Error(), "--metrics-url") {
+	if _, err := Preflight(context.Background(), &Client{BaseURL: url, Model: "served-model", Stream: true, Prompt: workload.UniquePrompts()}, m, false); err == nil || !strings.Contains(err.Error(), "--metrics-url") {
 		t.Errorf("error %v, want one naming --metrics-url", err)
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/collector"
+	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
-	"github.com/kneewatch/kneewatch/sim"
 	"github.com/kneewatch/kneewatch/workload"
 )
 
@@ -91,7 +91,7 @@ func testLogger(t testing.TB) *slog.Logger {
 }
 
 // countTokens is the simulator's token count, the rule prompts are sized by.
-func countTokens(s string) int { return sim.CountTokens(s) }
+func countTokens(s string) int { return workload.CountTokens(s) }
 
 func resolveChat() *workload.Generator {
 	g, err := workload.Resolve("chat", 1)

@@ -265,7 +265,7 @@ func (cfg *Config) defaults() error {
 		cfg.Clock = time.Now
 	}
 	if cfg.Client.Prompt == nil {
-		cfg.Client.Prompt = UniquePrompts()
+		cfg.Client.Prompt = workload.UniquePrompts()
 	}
 	return nil
 }

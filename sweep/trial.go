@@ -153,7 +153,7 @@ func RunTrial(ctx context.Context, client *Client, cfg TrialConfig) (Trial, erro
 		mu.Lock()
 		done := slices.Clone(finished)
 		mu.Unlock()
-		ttft, tpot := latencyEvents(done)
+		ttft, tpot := latencyEvents(done, cfg.SLO, tick)
 		return windowedSLO(ttft, tpot, cfg.SLO, cfg.SLOWindow, tick, tick, cfg.Tick).breached
 	}
 
@@ -268,7 +268,7 @@ func judgeTrial(t *Trial, reqs []*sentRequest, cfg TrialConfig, from, to time.Ti
 	if t.Steady > 0 {
 		t.InFlight = area.Seconds() / t.Steady.Seconds()
 	}
-	ttft, tpot := latencyEvents(reqs)
+	ttft, tpot := latencyEvents(reqs, cfg.SLO, to)
 	for _, r := range reqs {
 		if !r.cancelled && !r.done.Before(from) && !r.done.After(to) {
 			t.Completed = append(t.Completed, r.res)

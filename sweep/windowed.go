@@ -10,24 +10,28 @@ import (
 	"github.com/kneewatch/kneewatch/knee"
 )
 
-// latencyEvents are a trial's TTFT events, stamped at each first token
-// (including requests cut off at the trial's end after their first token),
-// and TPOT events, stamped at each successful end, both in time order as
-// knee.WindowedQuantile needs them.
-func latencyEvents(reqs []*sentRequest) (ttft, tpot []knee.LatencyEvent) {
+// latencyEvents are a trial's TTFT events, stamped when each verdict was
+// known (knee.TTFTByDeadline: the first token, or the arrival + the TTFT
+// threshold for a request that missed it, including one cut off at end
+// before its first token), and TPOT events, stamped at each successful end,
+// both in time order as knee.WindowedQuantile needs them.
+func latencyEvents(reqs []*sentRequest, slo knee.SLO, end time.Time) (ttft, tpot []knee.LatencyEvent) {
+	var waiting []time.Time
 	for _, r := range reqs {
 		res := r.res
-		if res.TTFT > 0 {
+		switch {
+		case res.TTFT > 0:
 			ttft = append(ttft, knee.LatencyEvent{At: res.Start.Add(res.TTFT), Seconds: res.TTFT.Seconds()})
+		case r.cancelled:
+			// Cut off at the trial's end before its first token.
+			waiting = append(waiting, r.sent)
 		}
 		if d, ok := res.TPOT(); ok {
 			tpot = append(tpot, knee.LatencyEvent{At: res.Start.Add(res.E2E), Seconds: d.Seconds()})
 		}
 	}
-	byTime := func(a, b knee.LatencyEvent) int { return a.At.Compare(b.At) }
-	slices.SortStableFunc(ttft, byTime)
-	slices.SortStableFunc(tpot, byTime)
-	return ttft, tpot
+	slices.SortStableFunc(tpot, func(a, b knee.LatencyEvent) int { return a.At.Compare(b.At) })
+	return knee.TTFTByDeadline(ttft, waiting, end, slo.TTFT.D()), tpot
 }
 
 // windowedVerdict is a trial's windowed SLO walked tick by tick

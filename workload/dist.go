@@ -1,9 +1,10 @@
 package workload
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
 )
 
 // The distribution kinds.
@@ -13,17 +14,10 @@ const (
 	KindLognormal = "lognormal"
 )
 
-// FieldError is a validation error for one field of a mix, named by its
-// YAML path (e.g. "prompt.median"), so callers can point at the line.
-type FieldError struct {
-	Field string
-	Msg   string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
-
-func fieldErr(field, format string, args ...any) *FieldError {
-	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+// fieldErr is a validation error for one field of a mix, named by its YAML
+// path (e.g. "prompt.median"), so callers can point at the line.
+func fieldErr(field, format string, args ...any) *strictyaml.FieldError {
+	return strictyaml.Errorf(field, format, args...)
 }
 
 // Validate reports the first field that makes d unusable. Fields that do not

@@ -1,13 +1,16 @@
 // Package workload describes the requests a replica serves: token-length
-// distributions, named request mixes, and readers for recorded traces. The
-// simulator, the sweep and the demo draw their load from here, and knee
-// profiles record the mix they were measured with.
+// distributions, named request mixes, readers for recorded traces, and the
+// token-word rule (tokens.go) by which prompts of n tokens are built and the
+// simulator bills them. The simulator, the sweep and the demo draw their
+// load from here, and knee profiles record the mix they were measured with.
 package workload
 
 import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/kneewatch/kneewatch/strictyaml"
 )
 
 // Dist is a distribution of token counts. Kind selects which fields apply:
@@ -38,12 +41,12 @@ func (m Mix) Validate() error {
 		d    Dist
 	}{{"prompt", m.Prompt}, {"output", m.Output}} {
 		if part.d == (Dist{}) {
-			return &FieldError{Field: part.name, Msg: "is required"}
+			return fieldErr(part.name, "is required")
 		}
 		if err := part.d.Validate(); err != nil {
-			var fe *FieldError
+			var fe *strictyaml.FieldError
 			if errors.As(err, &fe) {
-				return &FieldError{Field: part.name + "." + fe.Field, Msg: fe.Msg}
+				return fieldErr(part.name+"."+fe.Field, "%s", fe.Message)
 			}
 			return fmt.Errorf("%s: %w", part.name, err)
 		}

@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kneewatch/kneewatch/detection"
+	"github.com/kneewatch/kneewatch/internal/detection"
 )
 
 func main() {

@@ -79,6 +79,8 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	chartDir := fs.String("chart", "deploy/helm/kneewatch", "Helm chart whose versions must equal VERSION and whose image.repository names the image")
 	caCerts := fs.String("ca-certs", "/etc/ssl/certs/ca-certificates.crt", "PEM bundle of CA certificates (Debian's ca-certificates)")
 	zoneinfo := fs.String("zoneinfo", "/usr/share/zoneinfo", "time zone database directory (Debian's tzdata)")
+	licenseFile := fs.String("license-file", "LICENSE", "the repository's license text: its SPDX identifier labels the image, and it is copied in")
+	noticeFile := fs.String("notice-file", "NOTICE", "the repository's NOTICE, copied in beside the license (empty: none)")
 	out := fs.String("out", "dist/image", "OCI layout directory to write")
 	var bins binaries
 	fs.Var(&bins, "binary", "OS/ARCH=PATH of a static kneewatch binary (repeat per platform)")
@@ -96,7 +98,12 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	license, err := release.ReadLicense(*licenseFile, *noticeFile)
+	if err != nil {
+		return err
+	}
 	opts := release.Options{
+		License:  license,
 		Version:  version,
 		Revision: *revision,
 		Created:  time.Unix(*created, 0),

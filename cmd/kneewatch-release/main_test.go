@@ -74,6 +74,8 @@ func TestUsageErrorsSayWhatIsWrong(t *testing.T) {
 		{"an unknown command", []string{"build"}, `unknown command "build": want image or push`},
 		{"a --binary without a path", []string{"image", "--binary", "linux/amd64"}, `invalid value "linux/amd64" for flag -binary: "linux/amd64" is not OS/ARCH=PATH`},
 		{"a missing VERSION file", []string{"image", "--version-file", filepath.Join(dir, "VERSION")}, "open " + filepath.Join(dir, "VERSION") + ": no such file or directory"},
+		{"a missing LICENSE", []string{"image", "--version-file", "../../VERSION", "--chart", "../../deploy/helm/kneewatch", "--license-file", filepath.Join(dir, "LICENSE")},
+			"license file: open " + filepath.Join(dir, "LICENSE") + ": no such file or directory (the repository's LICENSE, whose license labels the image)"},
 		{"pushing without a layout", []string{"push", "--layout", dir}, dir + " is not an OCI layout (`make image` writes it): "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

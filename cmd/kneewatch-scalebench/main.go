@@ -52,6 +52,7 @@ type options struct {
 	interval, warmup, measure  time.Duration
 	kneewatch, prometheus, out string
 	root                       string
+	command                    string // as invoked, for the report
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -69,6 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	o.command = "kneewatch-scalebench " + strings.Join(args, " ")
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -283,17 +285,25 @@ Written by ` + "`make bench-scale`" + ` (cmd/kneewatch-scalebench). In one run p
 ` + "`kneewatch serve`" + ` and a real Prometheus scrape the same N loopback targets at the same
 interval. Each target listens on its own port and serves one of the captured expositions
 (` + strings.Join(fixtures, ", ") + `, in turn) with counters and histograms that grow about 1%
-a minute. CPU is each process's own user+system time from /proc over the measured span, so
-other load on the machine slows the run but is not counted; replica-scrapes are counted at
-the targets by User-Agent. RSS is VmRSS at the end of the span. Prometheus also stores every
-series; kneewatch also evaluates headroom every interval.
+a minute (whole counts, values written as vLLM's prometheus_client writes them). CPU is each
+process's own user+system time from /proc over the measured span, so other load on the machine
+slows the run but is not counted; replica-scrapes are counted at the targets by User-Agent, and
+CPU per replica-scrape divides by the scrapes each made. RSS is VmRSS at the end of the span.
+Prometheus also stores every series; kneewatch also evaluates headroom every interval. Neither
+is scraped itself.
 
 `)
-	fmt.Fprintf(&b, "Interval %s, warm-up %s, measured %s per size.\n\n", o.interval, o.warmup, o.measure)
+	fmt.Fprintf(&b, "Interval %s, warm-up %s, measured %s per size. Run %s as\n`%s`.\n\n",
+		o.interval, o.warmup, o.measure, time.Now().UTC().Format("2 January 2006 15:04 UTC"), o.command)
 	b.WriteString("| N | kneewatch scrapes | kneewatch CPU per replica-scrape | kneewatch CPU share | kneewatch RSS | Prometheus scrapes | Prometheus CPU per replica-scrape | Prometheus CPU share | Prometheus RSS | CPU ratio kneewatch ÷ Prometheus | RSS ratio |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		b.WriteString(r.row() + "\n")
+	}
+	if len(rs) > 0 {
+		b.WriteString("\nAs the fleet grows (a least-squares line over the sizes above; the extrapolation is the line's,\nnot a measurement):\n\n")
+		b.WriteString(growth("kneewatch", rs, func(r result) usage { return r.kneewatch }, o.interval))
+		b.WriteString(growth("Prometheus", rs, func(r result) usage { return r.prometheus }, o.interval))
 	}
 	return b.String()
 }

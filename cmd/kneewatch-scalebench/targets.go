@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -25,6 +26,9 @@ type line struct {
 	value      float64 // the sample's captured value
 	sample     bool
 	cumulative bool
+	// whole marks a cumulative count (a counter, a bucket, a _count):
+	// engines count whole tokens and requests, so it is served rounded.
+	whole bool
 }
 
 // parseExposition reads a classic text exposition. It keeps every line;
@@ -49,7 +53,9 @@ func parseExposition(body []byte) (*exposition, error) {
 			return nil, fmt.Errorf("line %d: %q has no value: %v", n, t, err)
 		}
 		name, _, _ := strings.Cut(t[:i], "{")
-		e.lines = append(e.lines, line{text: t[:i], value: v, sample: true, cumulative: cumulative(name, types)})
+		c := cumulative(name, types)
+		e.lines = append(e.lines, line{text: t[:i], value: v, sample: true, cumulative: c,
+			whole: c && !strings.HasSuffix(name, "_sum") && v == math.Trunc(v)})
 	}
 	return &e, sc.Err()
 }
@@ -81,11 +87,31 @@ func (e *exposition) render(buf *bytes.Buffer, growth float64) {
 			if l.cumulative {
 				v *= growth
 			}
+			if l.whole {
+				// Rounding a bucket's and its neighbours' counts keeps
+				// them in order: rounding is monotonic.
+				v = math.Round(v)
+			}
 			buf.WriteByte(' ')
-			buf.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+			buf.WriteString(pythonFloat(v))
 		}
 		buf.WriteByte('\n')
 	}
+}
+
+// pythonFloat writes v as prometheus_client (vLLM's and SGLang's
+// exporter) does, Python's repr of a float: positional with at least one
+// decimal ("431802.0", "103.335895") from 1e-4 up to 1e16, exponent
+// notation outside.
+func pythonFloat(v float64) string {
+	if a := math.Abs(v); v != 0 && (a < 1e-4 || a >= 1e16) || math.IsInf(v, 0) || math.IsNaN(v) {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.ContainsRune(s, '.') {
+		s += ".0"
+	}
+	return s
 }
 
 // fleet serves n targets on loopback, each on its own port (one listener

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -53,5 +54,25 @@ func TestServedExpositionsAdvanceAndStayValid(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestAFitOverTwoSizesIsTheLineThroughThem(t *testing.T) {
+	f := fitLine([]float64{100, 1000}, []float64{0.05, 0.5})
+	if math.Abs(f.at(5000)-2.5) > 1e-12 {
+		t.Errorf("line through (100, 0.05) and (1000, 0.5) at 5000 = %v, want 2.5", f.at(5000))
+	}
+	f = fitLine([]float64{100, 1000, 5000}, []float64{10, 100, 500})
+	if math.Abs(f.intercept) > 1e-9 || math.Abs(f.slope-0.1) > 1e-12 {
+		t.Errorf("fit of a proportional series = %+v, want slope 0.1 through 0", f)
+	}
+}
+
+func TestValuesAreWrittenAsPythonsReprWritesThem(t *testing.T) {
+	for v, want := range map[float64]string{431802: "431802.0", 103.335895: "103.335895", 0: "0.0", -1: "-1.0",
+		1.7e9: "1700000000.0", 1e16: "1e+16", 0.00001: "1e-05", 0.0001: "0.0001"} {
+		if got := pythonFloat(v); got != want {
+			t.Errorf("pythonFloat(%v) = %q, want %q (Python's repr)", v, got, want)
+		}
 	}
 }

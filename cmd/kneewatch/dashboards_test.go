@@ -90,3 +90,42 @@ func TestDashboardsRejectsBadFlagsNamingThem(t *testing.T) {
 		})
 	}
 }
+
+// TestDashboardsDrawTheConfigsAlertThresholds renders the dashboards with
+// --config.file and finds them equal to the dashboards rendered with the
+// config's page and warning headroom and SLO objective; a flag given on
+// the command line wins over the file.
+func TestDashboardsDrawTheConfigsAlertThresholds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kneewatch.yml")
+	cfg := `targets:
+  - replica: vllm-0
+    metrics_url: http://127.0.0.1:8000/metrics
+alerts:
+  headroom_low: {below: 0.3, for: 2m}
+  headroom_exhausted: {below: 0.05}
+  slo_objective: 0.995
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flags []string
+		want  dashboards.Options
+	}{
+		{nil, dashboards.Options{PageHeadroom: 0.05, WarningHeadroom: 0.3, Objective: 0.995}},
+		{[]string{"--warning-headroom", "0.25"}, dashboards.Options{PageHeadroom: 0.05, WarningHeadroom: 0.25, Objective: 0.995}},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"dashboards", "--config.file", path}, tc.flags...)
+		if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+			t.Fatalf("%v\n%s", err, stderr.String())
+		}
+		files, err := dashboards.Render(tc.want, dashboards.FormatJSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(dashboards.Join(dashboards.FormatJSON, files)), stdout.String()); diff != "" {
+			t.Errorf("dashboards %v differ from those rendered with %+v (-want +got):\n%s", tc.flags, tc.want, diff)
+		}
+	}
+}

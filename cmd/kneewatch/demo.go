@@ -4,15 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"time"
-
-	"github.com/kneewatch/kneewatch/collector"
-	"github.com/kneewatch/kneewatch/demo"
+	"github.com/kneewatch/kneewatch/internal/demo"
 	"github.com/kneewatch/kneewatch/knee"
 	"github.com/kneewatch/kneewatch/server"
+	"github.com/kneewatch/kneewatch/watch"
+	"io"
+	"net"
+	"time"
 )
 
 func init() {
@@ -23,8 +21,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("web.listen-address", "127.0.0.1:9847", "address of kneewatch's /metrics")
-	simListen := fs.String("sim.listen", "127.0.0.1:8100", "first simulated replica's address (replica i on port + i)")
-	dcgmListen := fs.String("sim.dcgm-listen", "127.0.0.1:9400", "the simulated DCGM exporter's address")
+	simListen := fs.String("sim.web.listen-address", "127.0.0.1:8100", "first simulated replica's address (replica i on port + i)")
+	aliasFlag(fs, "sim.listen", "sim.web.listen-address")
+	dcgmListen := fs.String("sim.dcgm.listen-address", "127.0.0.1:9400", "the simulated DCGM exporter's address")
+	aliasFlag(fs, "sim.dcgm-listen", "sim.dcgm.listen-address")
 	preset := fs.String("preset", "llama-3.1-8b-h100", "simulator preset")
 	wl := fs.String("workload", "chat", "workload preset the load generator draws from")
 	sloTTFT := fs.Duration("slo-ttft", 200*time.Millisecond, "TTFT SLO threshold the knee is measured against")
@@ -35,7 +35,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	settle := fs.Duration("load.settle", demo.SteadyAfter, "how long the fleet runs under its load before kneewatch starts watching (the true headroom is the steady state's)")
 	duration := fs.Duration("duration", 0, "stop after this long (0 runs until interrupted)")
 	profileFile := fs.String("profile", "", "judge the replicas against this knee profile (e.g. written by `kneewatch sweep`) instead of the simulator's true knee")
+	// warn: the live table on standard output is the demo's display.
+	newLogger := logFlags(fs, "warn")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger, err := newLogger(stderr)
+	if err != nil {
 		return err
 	}
 	if *duration > 0 {
@@ -43,7 +49,6 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	opts := demo.Options{
 		Preset: *preset, Workload: *wl,
@@ -78,7 +83,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	w := collector.NewWatcher(collector.WatcherOptions{Interval: *interval, Window: *window, TargetHeadroom: 0.2, Logger: logger, Probes: prober})
+	w := watch.NewWatcher(watch.WatcherOptions{Interval: *interval, Window: *window, TargetHeadroom: 0.2, Logger: logger, Probes: prober})
 	if err := w.SetTargets(fleet.Targets()); err != nil {
 		return err
 	}
@@ -110,7 +115,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}()
-	return serveWatcher(ctx, w, l, "", logger, links, nil, background{
+	return serveWatcher(ctx, w, l, "", nil, logger, links, nil, watcherReady(w), background{
 		func(ctx context.Context) error { return runProber(ctx, prober, w) },
 	}, proberCollectors(prober)...)
 }

@@ -1,24 +1,23 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"slices"
 
-	"k8s.io/klog/v2"
-
-	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/discovery"
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/watch"
+	"k8s.io/klog/v2"
 )
 
-// discoveryRunner returns the loop that keeps the watched targets in step
-// with the cluster's serving pods (the static targets plus the discovered
-// ones, handed to setTargets), or nil when the config has no kubernetes
-// section. Run the returned function beside the watcher until ctx ends.
-func discoveryRunner(cfg *config.Config, profiles map[string]*knee.Profile, w *collector.Watcher, setTargets func([]collector.Target) error, static []collector.Target, logger *slog.Logger) (func(context.Context) error, error) {
+// discoveryRunner returns the discoverer that keeps the watched targets in
+// step with the cluster's serving pods (the static targets plus the
+// discovered ones, handed to setTargets), or nil when the config has no
+// kubernetes section. Run it beside the watcher until ctx ends; it is also
+// the collector of discovery's health metrics.
+func discoveryRunner(cfg *config.Config, profiles map[string]*knee.Profile, w *watch.Watcher, setTargets func([]watch.Target) error, static []watch.Target, logger *slog.Logger) (*discovery.Discoverer, error) {
 	if cfg.Kubernetes == nil {
 		return nil, nil
 	}
@@ -32,8 +31,8 @@ func discoveryRunner(cfg *config.Config, profiles map[string]*knee.Profile, w *c
 	d, err := discovery.New(client, discovery.Options{
 		Config:   *cfg.Kubernetes,
 		Profiles: profiles,
-		SLO:      collector.GlobalSLO(cfg),
-		Sink: func(found []collector.Target) error {
+		SLO:      watch.GlobalSLO(cfg),
+		Sink: func(found []watch.Target) error {
 			return setTargets(slices.Concat(static, found))
 		},
 		ModelOf: discovery.ModelsFrom(w.Latest),
@@ -42,5 +41,5 @@ func discoveryRunner(cfg *config.Config, profiles map[string]*knee.Profile, w *c
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes discovery: %w", err)
 	}
-	return d.Run, nil
+	return d, nil
 }

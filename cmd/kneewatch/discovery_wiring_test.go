@@ -1,18 +1,18 @@
 package main
 
 import (
+	"context"
+	"github.com/kneewatch/kneewatch/config"
+	"github.com/kneewatch/kneewatch/watch"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/kneewatch/kneewatch/collector"
-	"github.com/kneewatch/kneewatch/config"
 )
 
 func TestDiscoveryRunner(t *testing.T) {
-	w := collector.NewWatcher(collector.WatcherOptions{})
+	w := watch.NewWatcher(watch.WatcherOptions{})
 	logger := slog.New(slog.DiscardHandler)
 
 	t.Run("a config without a kubernetes section runs no discovery", func(t *testing.T) {
@@ -54,6 +54,17 @@ current-context: c
 		run, err := discoveryRunner(&cfg, nil, w, w.SetTargets, nil, logger)
 		if run == nil || err != nil {
 			t.Fatalf("discoveryRunner = %v, %v; want a runner", run != nil, err)
+		}
+
+		// Nothing listens there: discovery never lists the pods, and serve
+		// is not ready even once the watcher has evaluated.
+		w := watch.NewWatcher(watch.WatcherOptions{})
+		w.EvaluateOnce(context.Background())
+		if err := serveReady(w, nil)(); err != nil {
+			t.Errorf("without discovery, ready after an evaluation = %v, want nil", err)
+		}
+		if err := serveReady(w, run)(); err == nil || !strings.Contains(err.Error(), "has not listed the serving pods") {
+			t.Errorf("with discovery that never listed pods, ready = %v, want an error naming discovery", err)
 		}
 	})
 }

@@ -51,6 +51,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
+	// --version as Prometheus and its exporters spell it; the version
+	// command stays for scripts that use it.
+	if args[0] == "--version" || args[0] == "-version" {
+		return commands["version"].run(ctx, args[1:], stdout, stderr)
+	}
 	c, ok := commands[args[0]]
 	if !ok {
 		usage(stderr)
@@ -70,5 +75,5 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'kneewatch <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'kneewatch <command> -h' for a command's flags, 'kneewatch --version' for the version.")
 }

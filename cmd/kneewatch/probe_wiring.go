@@ -8,17 +8,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/probe"
+	"github.com/kneewatch/kneewatch/watch"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // newProber builds the synthetic probe runner for the targets that have an
 // OpenAI URL, or returns nil when probes are disabled. A key source that
 // cannot be read is an error now, not a failing probe later.
-func newProber(cfg config.Probes, window time.Duration, targets []collector.Target, logger *slog.Logger) (*probe.Runner, error) {
+func newProber(cfg config.Probes, window time.Duration, targets []watch.Target, logger *slog.Logger) (*probe.Runner, error) {
 	if !cfg.Enabled {
 		return nil, nil
 	}
@@ -38,13 +37,13 @@ func newProber(cfg config.Probes, window time.Duration, targets []collector.Targ
 // probeTargets maps the watcher's targets to probe targets: those with an
 // OpenAI URL, with their knee throughput (the probe budget) and the SLO
 // the watcher judges them by (the histograms' extra edges).
-func probeTargets(targets []collector.Target) []probe.Target {
+func probeTargets(targets []watch.Target) []probe.Target {
 	var out []probe.Target
 	for _, t := range targets {
 		if t.OpenAIURL == "" {
 			continue
 		}
-		pt := probe.Target{Replica: t.Replica, Model: t.Model, BaseURL: t.OpenAIURL,
+		pt := probe.Target{Replica: t.Replica, Model: t.Model, Namespace: t.Namespace, Pod: t.Pod, Labels: t.Labels, BaseURL: t.OpenAIURL,
 			SLOTTFT: t.SLO.TTFT.D(), SLOTPOT: t.SLO.TPOT.D()}
 		if p := t.Profile; p != nil {
 			pt.KneeOutputTokensPerSecond = p.Knee.OutputTokensPerSecond
@@ -58,7 +57,7 @@ func probeTargets(targets []collector.Target) []probe.Target {
 // runProber probes until ctx ends, skipping a replica when the watcher's
 // latest round puts it past its knee or its queue growing. A nil runner
 // (probes disabled) returns at once.
-func runProber(ctx context.Context, r *probe.Runner, w *collector.Watcher) error {
+func runProber(ctx context.Context, r *probe.Runner, w *watch.Watcher) error {
 	if r == nil {
 		return nil
 	}
@@ -68,13 +67,13 @@ func runProber(ctx context.Context, r *probe.Runner, w *collector.Watcher) error
 // watcherState answers the probe runner from the latest round: headroom
 // only when the evaluation is ok, the queue from the observation (known
 // whenever the engine was scraped, with or without a profile).
-func watcherState(latest func() *collector.Round) probe.StateFunc {
+func watcherState(latest func() *watch.Round) probe.StateFunc {
 	return func(replica string) (probe.ReplicaState, bool) {
 		round := latest()
 		if round == nil {
 			return probe.ReplicaState{}, false
 		}
-		i, found := slices.BinarySearchFunc(round.Replicas, replica, func(e collector.ReplicaEval, name string) int {
+		i, found := slices.BinarySearchFunc(round.Replicas, replica, func(e watch.ReplicaEval, name string) int {
 			return strings.Compare(e.Replica, name)
 		})
 		if !found {

@@ -14,15 +14,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
+	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
 	"github.com/kneewatch/kneewatch/probe"
-	"github.com/kneewatch/kneewatch/sim"
 	"github.com/kneewatch/kneewatch/sweep"
+	"github.com/kneewatch/kneewatch/watch"
 	"github.com/kneewatch/kneewatch/workload"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestProbeTargetsCarryTheKneeAndTheSLO(t *testing.T) {
@@ -31,7 +30,7 @@ func TestProbeTargetsCarryTheKneeAndTheSLO(t *testing.T) {
 		Knee: knee.Knee{Concurrency: 64, OutputTokensPerSecond: 4000},
 	}
 	global := knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(50 * time.Millisecond), Quantile: 0.9}
-	got := probeTargets([]collector.Target{
+	got := probeTargets([]watch.Target{
 		{Replica: "a", Model: "m", OpenAIURL: "http://a:8000/v1", Profile: prof, SLO: global},
 		{Replica: "b", OpenAIURL: "http://b:8000/v1", SLO: global},
 		{Replica: "c", SLO: global}, // no OpenAI URL: not probed
@@ -48,14 +47,14 @@ func TestProbeTargetsCarryTheKneeAndTheSLO(t *testing.T) {
 func TestTheProbeRunnerReadsTheWatchersLatestRound(t *testing.T) {
 	obs := knee.NewObservation()
 	obs.Waiting, obs.QueueGrowthPerSecond = 3, 0.4
-	round := &collector.Round{Replicas: []collector.ReplicaEval{
+	round := &watch.Round{Replicas: []watch.ReplicaEval{
 		{Replica: "a", Model: "m", Observation: obs, Result: knee.Result{OK: true, Headroom: -0.3}},
-		{Replica: "b", Model: "m", Observation: obs, Result: knee.Result{OK: false, Reason: collector.ReasonEngineDown, Headroom: math.NaN()}},
+		{Replica: "b", Model: "m", Observation: obs, Result: knee.Result{OK: false, Reason: watch.ReasonEngineDown, Headroom: math.NaN()}},
 	}}
 	nan := math.NaN()
 	tests := []struct {
 		name    string
-		round   *collector.Round
+		round   *watch.Round
 		replica string
 		want    probe.ReplicaState
 		wantOK  bool
@@ -67,7 +66,7 @@ func TestTheProbeRunnerReadsTheWatchersLatestRound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := watcherState(func() *collector.Round { return tt.round })(tt.replica)
+			got, ok := watcherState(func() *watch.Round { return tt.round })(tt.replica)
 			if ok != tt.wantOK {
 				t.Fatalf("ok = %v, want %v", ok, tt.wantOK)
 			}
@@ -144,11 +143,11 @@ func TestNoProbeReachesAReplicaPastItsKnee(t *testing.T) {
 	srv := httptest.NewServer(countProbes(rep.Handler(), &probes))
 	defer srv.Close()
 
-	targets := []collector.Target{{
+	targets := []watch.Target{{
 		Replica: "sim-0", Model: preset.Model, Engine: "vllm", MetricsURL: srv.URL + "/metrics",
 		ProfileName: "truth", Profile: &prof, SLO: slo, OpenAIURL: srv.URL + "/v1",
 	}}
-	w := collector.NewWatcher(collector.WatcherOptions{Interval: 250 * time.Millisecond, Window: 3 * time.Second})
+	w := watch.NewWatcher(watch.WatcherOptions{Interval: 250 * time.Millisecond, Window: 3 * time.Second})
 	if err := w.SetTargets(targets); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +180,7 @@ func TestNoProbeReachesAReplicaPastItsKnee(t *testing.T) {
 	t.Logf("idle: headroom %.2f, %d probes arrived, TTFT attainment %.2f", headroom(), probes.Load(), idle.TTFTAttainment)
 
 	loop := &sweep.ClosedLoop{
-		Client: &sweep.Client{BaseURL: srv.URL + "/v1", Stream: true, Prompt: sim.PromptOfTokens,
+		Client: &sweep.Client{BaseURL: srv.URL + "/v1", Stream: true, Prompt: workload.PromptOfTokens,
 			HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}},
 		Next: func() sweep.Request { return sweep.Request{PromptTokens: 64, MaxTokens: 32} },
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"reflect"
@@ -15,9 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kneewatch/kneewatch/catalog"
-	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/watch"
 )
 
 // reloader re-reads the config file and the profiles it names on SIGHUP
@@ -33,26 +34,26 @@ import (
 type reloader struct {
 	file     string
 	settings config.Settings
-	watcher  *collector.Watcher
+	watcher  *watch.Watcher
 	// apply hands the full target set (static and discovered) to the
 	// watcher and the probes.
-	apply  func([]collector.Target) error
+	apply  func([]watch.Target) error
 	logger *slog.Logger
 	now    func() time.Time
 
 	mu          sync.Mutex // serializes reloads and guards what follows
 	cfg         *config.Config
 	profiles    map[string]*knee.Profile
-	static      []collector.Target
-	discovered  []collector.Target
+	static      []watch.Target
+	discovered  []watch.Target
 	ok          bool
 	lastSuccess time.Time
 
 	okDesc, atDesc *prometheus.Desc
 }
 
-func newReloader(file string, s config.Settings, cfg *config.Config, profiles map[string]*knee.Profile, static []collector.Target,
-	w *collector.Watcher, apply func([]collector.Target) error, logger *slog.Logger) *reloader {
+func newReloader(file string, s config.Settings, cfg *config.Config, profiles map[string]*knee.Profile, static []watch.Target,
+	w *watch.Watcher, apply func([]watch.Target) error, logger *slog.Logger) *reloader {
 	return &reloader{
 		file: file, settings: s, watcher: w, apply: apply, logger: logger, now: time.Now,
 		cfg: cfg, profiles: profiles, static: static, ok: true, lastSuccess: time.Now(),
@@ -91,18 +92,22 @@ func (r *reloader) reloadLocked() error {
 	if !reflect.DeepEqual(cfg.Probes, r.cfg.Probes) {
 		restart = append(restart, "probes")
 	}
+	// They wrap the registry the HTTP handler was built with.
+	if !maps.Equal(cfg.Global.ExternalLabels, r.cfg.Global.ExternalLabels) {
+		restart = append(restart, "global.external_labels")
+	}
 	if len(restart) > 0 {
 		return fmt.Errorf("%s: changes to %v take a restart; nothing was applied", r.file, restart)
 	}
-	profiles, err := collector.LoadProfiles(cfg)
+	profiles, err := watch.LoadProfiles(cfg)
 	if err != nil {
 		return err
 	}
-	static, err := collector.StaticTargets(cfg, profiles)
+	static, err := watch.StaticTargets(cfg, profiles)
 	if err != nil {
 		return err
 	}
-	discovered := withProfiles(r.discovered, profiles, collector.GlobalSLO(cfg))
+	discovered := withProfiles(r.discovered, profiles, watch.GlobalSLO(cfg))
 	if err := r.apply(slices.Concat(static, discovered)); err != nil {
 		return err
 	}
@@ -115,16 +120,16 @@ func (r *reloader) reloadLocked() error {
 
 // setDiscovered is discovery's sink: the discovered targets, judged by the
 // current profiles, beside the static ones.
-func (r *reloader) setDiscovered(found []collector.Target) error {
+func (r *reloader) setDiscovered(found []watch.Target) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.discovered = withProfiles(found, r.profiles, collector.GlobalSLO(r.cfg))
+	r.discovered = withProfiles(found, r.profiles, watch.GlobalSLO(r.cfg))
 	return r.apply(slices.Concat(r.static, r.discovered))
 }
 
 // withProfiles points discovered targets at the profiles now loaded, by
 // name: discovery resolved them against the profiles of its start.
-func withProfiles(ts []collector.Target, profiles map[string]*knee.Profile, slo knee.SLO) []collector.Target {
+func withProfiles(ts []watch.Target, profiles map[string]*knee.Profile, slo knee.SLO) []watch.Target {
 	out := slices.Clone(ts)
 	for i := range out {
 		out[i].Profile = profiles[out[i].ProfileName]

@@ -45,8 +45,8 @@ func TestServeReloadsOnSIGHUPAndPOSTKeepingTheRunningConfigWhenTheNewOneIsBad(t 
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
-	const knee = `kneewatch_knee_concurrency{model="meta-llama/Llama-3.1-8B-Instruct",profile="llama",replica="vllm-0"}`
-	const ok = `kneewatch_replica_evaluation_ok{model="meta-llama/Llama-3.1-8B-Instruct",profile="llama",reason="",replica="vllm-0"}`
+	const knee = `kneewatch_knee_concurrency{model="meta-llama/Llama-3.1-8B-Instruct",namespace="",pod="",profile="llama",replica="vllm-0"}`
+	const ok = `kneewatch_replica_evaluation_ok{model="meta-llama/Llama-3.1-8B-Instruct",namespace="",pod="",profile="llama",reason="",replica="vllm-0"}`
 	// waitFor polls /metrics until every sample prefix has the value wanted.
 	waitFor := func(step string, want map[string]string) string {
 		t.Helper()

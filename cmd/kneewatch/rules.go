@@ -5,14 +5,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
-
-	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/rules"
+	"github.com/kneewatch/kneewatch/watch"
+	"io"
+	"os"
+	"path/filepath"
 )
 
 func init() {
@@ -29,7 +27,12 @@ func runRules(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	out := fs.String("out", "", "file to write the rules to; empty: standard output")
 	window := config.DefaultSettings().Window
 	fs.TextVar(&window, "evaluation.window", window, "kneewatch serve's --evaluation.window: the span the ruler group averages the raw engine series over, so it computes the same mean")
+	newLogger := logFlags(fs, "info")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger, err := newLogger(stderr)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -59,12 +62,13 @@ func runRules(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		if opts, err = rules.FromConfig(cfg.Alerts, window.D()); err != nil {
 			return fmt.Errorf("%s: %w", *configFile, err)
 		}
+		// Fleet sizing in PromQL keeps the headroom serve sizes with.
+		opts.Fleet.TargetHeadroom = cfg.Global.TargetHeadroom
 		// The burn-rate alerts page on kneewatch's good-request counters:
 		// say where an SLO threshold is judged at a bucket edge instead.
 		// A profile that does not load is serve's error to report; the
 		// rules do not read profiles, so only their check is skipped.
-		logger := slog.New(slog.NewTextHandler(stderr, nil))
-		profiles, err := collector.LoadProfiles(cfg)
+		profiles, err := watch.LoadProfiles(cfg)
 		if err != nil {
 			logger.Warn("SLO thresholds of the profiles not checked against bucket edges", "err", err)
 		}

@@ -113,7 +113,7 @@ func TestRulesCommandAppliesTheConfigsAlertSettings(t *testing.T) {
     metrics_url: http://127.0.0.1:8000/metrics
 alerts:
   headroom_low: {below: 0.25, for: 2m}
-  headroom_exhausted: {below: 0.02, for: 15s, predict_window: 3m, predict_confirm: 2m, predict_guard: 0.12}
+  headroom_exhausted: {below: 0.02, for: 15s, hold: 1m, sustain_requests: 0, predict_window: 3m, predict_confirm: 2m, predict_guard: 0.12}
   past_knee: {below: -0.1, for: 30s}
   slo_objective: 0.999
   fleet_capacity: {for: 90s}
@@ -140,7 +140,7 @@ alerts:
 	}
 	for alert, want := range map[string]string{
 		"KneewatchHeadroomLow": "kneewatch_replica_headroom_ratio < 0.25 for 2m team=search",
-		"KneewatchHeadroomExhausted": "(kneewatch_replica_headroom_ratio < 0.02)\nor\n(\n    (kneewatch_replica_headroom_ratio < 0.12)\n  and\n" +
+		"KneewatchHeadroomExhausted": "(max_over_time(kneewatch_replica_headroom_ratio[1m]) < 0.02)\nor\n(\n    (kneewatch_replica_headroom_ratio < 0.12)\n  and\n" +
 			"    (\n        (predict_linear(kneewatch_replica_headroom_ratio[5m], 180) <= 0)\n      and\n" +
 			"        (predict_linear(kneewatch_replica_headroom_ratio[2m], 180) <= 0)\n    )\n) for 15s team=search",
 	} {
@@ -166,7 +166,7 @@ func TestRulesCommandRejectsAnInvalidConfigNamingTheField(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"rules", "--config.file", path}, &stdout, &stderr)
-	if err == nil || !strings.Contains(err.Error(), path+`: alerts.labels: "job" is set by the generated rules or by Prometheus`) {
+	if err == nil || !strings.Contains(err.Error(), path+`: line 5: alerts.labels: "job" is set by the generated rules or by Prometheus`) {
 		t.Errorf("error = %v, want one naming the file and alerts.labels", err)
 	}
 	if stdout.Len() != 0 {

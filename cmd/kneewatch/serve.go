@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,14 +10,17 @@ import (
 	"net"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
+	"github.com/kneewatch/kneewatch/discovery"
 	"github.com/kneewatch/kneewatch/server"
 	"github.com/kneewatch/kneewatch/shard"
+	"github.com/kneewatch/kneewatch/watch"
 )
 
 func init() {
@@ -42,15 +46,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := cfg.CheckSettings(settings); err != nil {
 		return err
 	}
-	profiles, err := collector.LoadProfiles(cfg)
+	profiles, err := watch.LoadProfiles(cfg)
 	if err != nil {
 		return err
 	}
-	targets, err := collector.StaticTargets(cfg, profiles)
+	targets, err := watch.StaticTargets(cfg, profiles)
 	if err != nil {
 		return err
 	}
 	logger := settings.Logger(stderr)
+	for _, d := range settings.Deprecations() {
+		logger.Warn(d)
+	}
 	if *check {
 		warnSLOEdges(logger, cfg, profiles, false)
 		fmt.Fprintf(stdout, "# %s is valid: %d targets, %d profiles\n%s", settings.ConfigFile, len(cfg.Targets), len(cfg.Profiles), cfg)
@@ -75,11 +82,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if prober != nil {
 		opts.Probes = prober
 	}
-	w := collector.NewWatcher(opts)
+	w := watch.NewWatcher(opts)
 	// setTargets keeps the watcher and the probes on one target set, as
 	// discovery and reloads change it. Every target set passes through it,
 	// so it is where a sharded instance drops the replicas it does not own.
-	setTargets := func(ts []collector.Target) error {
+	setTargets := func(ts []watch.Target) error {
 		ts = ownedTargets(assign, ts)
 		if err := w.SetTargets(ts); err != nil {
 			return err
@@ -93,9 +100,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	rl := newReloader(settings.ConfigFile, settings, cfg, profiles, targets, w, setTargets, logger)
-	discover, err := discoveryRunner(cfg, profiles, w, rl.setDiscovered, nil, logger)
+	d, err := discoveryRunner(cfg, profiles, w, rl.setDiscovered, nil, logger)
 	if err != nil {
 		return err
+	}
+	var discover func(context.Context) error
+	extra := append(proberCollectors(prober), rl, assign)
+	if d != nil {
+		discover = d.Run
+		extra = append(extra, d)
 	}
 	l, err := net.Listen("tcp", settings.ListenAddress)
 	if err != nil {
@@ -103,21 +116,21 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger.Info("kneewatch serving", "version", version.Version, "address", l.Addr().String(),
 		"targets", len(targets), "discovery", discover != nil, "probes", prober != nil)
-	return serveWatcher(ctx, w, l, settings.WebConfigFile, logger, nil, rl.Reload, background{
+	return serveWatcher(ctx, w, l, settings.WebConfigFile, cfg.Global.ExternalLabels, logger, nil, rl.Reload, serveReady(w, d), background{
 		func(ctx context.Context) error { return runProber(ctx, prober, w) },
 		discover,
 		rl.watchSIGHUP,
-	}, append(proberCollectors(prober), rl, assign)...)
+	}, extra...)
 }
 
 // ownedTargets keeps the targets whose replica this shard owns, by the
 // replica name: the configured name of a static target, namespace/pod of a
 // discovered one, so static and discovered replicas shard alike.
-func ownedTargets(a shard.Assignment, ts []collector.Target) []collector.Target {
+func ownedTargets(a shard.Assignment, ts []watch.Target) []watch.Target {
 	if !a.Sharded() {
 		return ts
 	}
-	out := make([]collector.Target, 0, len(ts)/a.Total+1)
+	out := make([]watch.Target, 0, len(ts)/a.Total+1)
 	for _, t := range ts {
 		if a.Owns(t.Replica) {
 			out = append(out, t)
@@ -126,13 +139,40 @@ func ownedTargets(a shard.Assignment, ts []collector.Target) []collector.Target 
 	return out
 }
 
+// serveReady is serve's readiness: discovery's first list of the serving
+// pods (when it is on), then the watcher's first evaluation. Until
+// discovery has listed the pods, kneewatch watches only its static
+// targets: answering ready then would let a rollout proceed on a kneewatch
+// that sees no replicas.
+func serveReady(w *watch.Watcher, d *discovery.Discoverer) func() error {
+	if d == nil {
+		return watcherReady(w)
+	}
+	return func() error {
+		if err := d.Ready(); err != nil {
+			return err
+		}
+		return watcherReady(w)()
+	}
+}
+
+// watcherReady is the watcher's readiness: its first evaluation.
+func watcherReady(w *watch.Watcher) func() error {
+	return func() error {
+		if !w.Ready() {
+			return errors.New("no evaluation has completed yet")
+		}
+		return nil
+	}
+}
+
 // background lists loops that run beside the watcher until ctx ends; nil
 // entries (a feature turned off) are skipped.
 type background []func(context.Context) error
 
 // watcherOptions maps the config file and process settings onto the watcher.
-func watcherOptions(cfg *config.Config, s config.Settings, logger *slog.Logger) collector.WatcherOptions {
-	return collector.WatcherOptions{
+func watcherOptions(cfg *config.Config, s config.Settings, logger *slog.Logger) watch.WatcherOptions {
+	return watch.WatcherOptions{
 		Interval:       s.EvaluationInterval.D(),
 		Window:         s.Window.D(),
 		Limits:         scrapeLimits(cfg),
@@ -158,21 +198,26 @@ func scrapeLimits(cfg *config.Config) collector.ScrapeLimits {
 	}
 }
 
-// newRegistry is kneewatch's own registry: the exporter and build info,
-// never the default registry.
-func newRegistry(w *collector.Watcher, extra ...prometheus.Collector) *prometheus.Registry {
+// newRegistry is kneewatch's own registry: the exporter, build info and the
+// Go runtime and process collectors every Prometheus exporter carries (heap,
+// goroutines, CPU, open fds: what kube-prometheus-stack's and the
+// kubernetes-mixin's process panels read), never the default registry.
+// external (global.external_labels) is put on every series registered.
+func newRegistry(w *watch.Watcher, external map[string]string, extra ...prometheus.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector.NewExporter(w.Latest), versioncollector.NewCollector("kneewatch"))
-	reg.MustRegister(extra...)
+	r := prometheus.WrapRegistererWith(external, reg)
+	r.MustRegister(watch.NewExporter(w.Latest), versioncollector.NewCollector("kneewatch"),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r.MustRegister(extra...)
 	return reg
 }
 
 // serveWatcher runs the evaluation loop, the background loops and the HTTP
 // surface until ctx ends.
-func serveWatcher(ctx context.Context, w *collector.Watcher, l net.Listener, webConfig string, logger *slog.Logger, extraLinks []server.Link, reload func() error, loops background, extra ...prometheus.Collector) error {
+func serveWatcher(ctx context.Context, w *watch.Watcher, l net.Listener, webConfig string, external map[string]string, logger *slog.Logger, extraLinks []server.Link, reload func() error, ready func() error, loops background, extra ...prometheus.Collector) error {
 	h, err := server.Handler(server.Options{
-		Registry:    newRegistry(w, extra...),
-		Ready:       w.Ready,
+		Registry:    newRegistry(w, external, extra...),
+		Ready:       ready,
 		Version:     version.Version,
 		Description: "Headroom to the knee for GPU LLM-serving replicas",
 		ExtraLinks:  extraLinks,

@@ -43,7 +43,7 @@ func fleetConfig(t *testing.T, metricsURL string, n int) (string, []string) {
 	return path, names
 }
 
-var targetUpReplica = regexp.MustCompile(`kneewatch_target_up\{replica="([^"]+)",source="engine"\}`)
+var targetUpReplica = regexp.MustCompile(`kneewatch_target_up\{namespace="[^"]*",pod="[^"]*",replica="([^"]+)",source="engine"\}`)
 
 // serveShard runs kneewatch serve as one shard until the test ends and
 // returns its /metrics once every owned target has been scraped (the
@@ -100,7 +100,7 @@ func TestTwoShardsSplitStaticTargetsWithNoOverlapAndNoGap(t *testing.T) {
 		}
 		for _, want := range []string{
 			fmt.Sprintf("kneewatch_shard_ordinal %d\n", s),
-			"kneewatch_shard_count 2\n",
+			"kneewatch_shards 2\n",
 		} {
 			if !strings.Contains(body, want) {
 				t.Errorf("shard %d: /metrics lacks %q", s, want)
@@ -124,6 +124,8 @@ func TestServeRefusesABadShardAtStart(t *testing.T) {
 		{[]string{"--shard", "2", "--total-shards", "2"}, "--shard: 2 is not a shard of 2 (want 0 to 1, from --total-shards)"},
 		{[]string{"--total-shards", "0"}, "--total-shards: must be at least 1, got 0"},
 		{[]string{"--shard", "one"}, `--shard: "one" is not a whole number`},
+		{[]string{"--shard", "-1"}, "--shard: -1 is not a shard of 1 (want 0 to 0, from --total-shards / KNEEWATCH_TOTAL_SHARDS)"},
+		{[]string{"--total-shards", "-2"}, "--total-shards: must be at least 1, got -2"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := run(ctx, append([]string{"serve", "--config.file", config, "--web.listen-address", freeAddr(t)}, c.args...), io.Discard, io.Discard)

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -154,15 +156,30 @@ func TestServeExportsHeadroomAndStopsCleanly(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	for _, want := range []string{
-		`kneewatch_target_up{replica="vllm-0",source="engine"} 1`,
-		`kneewatch_replica_headroom_ratio{model="meta-llama/Llama-3.1-8B-Instruct",profile="llama",replica="vllm-0"}`,
-		`kneewatch_knee_concurrency{model="meta-llama/Llama-3.1-8B-Instruct",profile="llama",replica="vllm-0"} 112`,
+		`kneewatch_target_up{namespace="",pod="",replica="vllm-0",source="engine"} 1`,
+		`kneewatch_replica_headroom_ratio{model="meta-llama/Llama-3.1-8B-Instruct",namespace="",pod="",profile="llama",replica="vllm-0"}`,
+		`kneewatch_knee_concurrency{model="meta-llama/Llama-3.1-8B-Instruct",namespace="",pod="",profile="llama",replica="vllm-0"} 112`,
 		`kneewatch_build_info{`,
+		"\ngo_goroutines ",
+		"\ngo_memstats_heap_alloc_bytes ",
+		"\nprocess_cpu_seconds_total ",
+		"\nprocess_resident_memory_bytes ",
+		"\nprocess_open_fds ",
 	} {
 		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %s", want)
+			t.Errorf("/metrics lacks %s", strings.TrimSpace(want))
 		}
 	}
+	// The whole exposition, kneewatch's series with the Go and process
+	// collectors', through the real promtool's linter.
+	promtool := testtools.Path(t, "promtool")
+	check := exec.Command(promtool, "check", "metrics")
+	check.Stdin = strings.NewReader(body)
+	out, err := check.CombinedOutput()
+	if err != nil {
+		t.Errorf("promtool check metrics over serve's /metrics: %v\n%s", err, out)
+	}
+	t.Logf("promtool check metrics over %d lines of serve's /metrics: exit 0, output %q", strings.Count(body, "\n"), out)
 	if code, _ := get("/-/ready"); code != 200 {
 		t.Errorf("/-/ready = %d after evaluations, want 200", code)
 	}
@@ -174,5 +191,37 @@ func TestServeExportsHeadroomAndStopsCleanly(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop within 10 s of cancellation")
+	}
+}
+
+// TestServeLabelsTheServedReplicaFromTheStaticConfig: a static target's
+// namespace, pod and labels, and global.external_labels, reach /metrics, so
+// the rules can keep them and Alertmanager can route by namespace.
+func TestServeLabelsTheServedReplicaFromTheStaticConfig(t *testing.T) {
+	srv := vllmFixtureServer(t)
+	path := serveConfig(t, srv.URL+"/metrics")
+	cfg, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(cfg), "global:\n", "global:\n  external_labels:\n    cluster: eu-1\n", 1)
+	text = strings.Replace(text, "    profile: llama\n", "    profile: llama\n    namespace: team-a\n    pod: vllm-0-abc\n    labels:\n      team: search\n", 1)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const headroom = `kneewatch_replica_headroom_ratio{cluster="eu-1",model="meta-llama/Llama-3.1-8B-Instruct",namespace="team-a",pod="vllm-0-abc",profile="llama",replica="vllm-0",team="search"}`
+	body := serveUntil(t, path, headroom)
+	for _, want := range []string{
+		headroom,
+		`kneewatch_target_up{cluster="eu-1",namespace="team-a",pod="vllm-0-abc",replica="vllm-0",source="engine",team="search"} 1`,
+		`kneewatch_fleet_replicas{cluster="eu-1",model="meta-llama/Llama-3.1-8B-Instruct"} 1`,
+		`kneewatch_build_info{branch=`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if !regexp.MustCompile(`kneewatch_build_info\{[^}]*cluster="eu-1"`).MatchString(body) {
+		t.Error("kneewatch_build_info lacks the external label cluster=\"eu-1\"")
 	}
 }

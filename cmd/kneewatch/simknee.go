@@ -6,14 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
-	"github.com/kneewatch/kneewatch/sim"
 	"github.com/kneewatch/kneewatch/workload"
 )
 
@@ -42,6 +41,9 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	mixScales := fs.String("mix-scales", "", "also measure the knee at the workload scaled by each PROMPT:OUTPUT factor pair\n"+
 		"(e.g. 2:1,1:2,2:2, or \"default\" for "+joinMixScales(knee.DefaultMixScales)+") and add the\n"+
 		"mixModel the knee moves with when live traffic's mean prompt or output drifts; empty: none")
+	// warn: the profile on standard output is the result; the search's
+	// progress is not news.
+	newLogger := logFlags(fs, "warn")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kneewatch sim knee --slo-ttft D --slo-tpot D [flags]")
 		fmt.Fprintln(stderr, "\nRuns the simulator closed-loop in virtual time at concurrency 1, 2, 4, … and refines to")
@@ -84,9 +86,12 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("sim knee: --open-loop-warmup must be > 0 (a trial starts with an empty replica), got %s", *warmup)
 	}
 
+	logger, err := newLogger(stderr)
+	if err != nil {
+		return fmt.Errorf("sim knee: %w", err)
+	}
 	var scales []knee.MixScale
 	if *mixScales != "" {
-		var err error
 		if scales, err = knee.ParseMixScales(*mixScales); err != nil {
 			return fmt.Errorf("sim knee: --mix-scales: %w", err)
 		}
@@ -114,7 +119,7 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Arrivals:       knee.Arrivals(*arrivals),
 		OpenLoop:       sim.OpenLoopConfig{Steady: *steady, Warmup: *warmup},
 		MixScales:      scales,
-		Logger:         slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:         logger,
 	})
 	if err != nil {
 		return fmt.Errorf("sim knee: %w", err)
@@ -132,13 +137,4 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("sim knee: writing the profile: %w", err)
 	}
 	return enc.Close()
-}
-
-// joinMixScales is the scales as --mix-scales takes them.
-func joinMixScales(scales []knee.MixScale) string {
-	parts := make([]string, len(scales))
-	for i, s := range scales {
-		parts[i] = s.String()
-	}
-	return strings.Join(parts, ",")
 }

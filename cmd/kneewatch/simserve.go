@@ -5,12 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/kneewatch/kneewatch/sim"
+	"github.com/kneewatch/kneewatch/internal/sim"
 )
 
 // faultFlags collects repeated --fault flags.
@@ -43,11 +42,14 @@ func runSimServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		presetName = fs.String("preset", "llama-3.1-8b-h100", "built-in preset: "+strings.Join(sim.PresetNames(), ", "))
 		presetFile = fs.String("preset-file", "", "YAML file overriding fields of --preset")
 		faults     faultFlags
-		logLevel   = fs.String("log-level", "info", "debug, info, warn or error")
+		newLogger  = logFlags(fs, "info")
 	)
+	aliasFlag(fs, "log-level", "log.level")
 	fs.IntVar(&cfg.Replicas, "replicas", 1, "number of replicas")
-	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8100", "replica 0's address; replica i listens on port + i")
-	fs.StringVar(&cfg.DCGMListen, "dcgm-listen", "127.0.0.1:9400", "DCGM-exporter-style endpoint for all GPUs (empty: none)")
+	fs.StringVar(&cfg.Listen, "web.listen-address", "127.0.0.1:8100", "replica 0's address; replica i listens on port + i")
+	aliasFlag(fs, "listen", "web.listen-address")
+	fs.StringVar(&cfg.DCGMListen, "dcgm.listen-address", "127.0.0.1:9400", "DCGM-exporter-style endpoint for all GPUs (empty: none)")
+	aliasFlag(fs, "dcgm-listen", "dcgm.listen-address")
 	fs.StringVar(&cfg.Model, "model", "", "served model name (default: the preset's model)")
 	fs.Float64Var(&cfg.Speed, "speed", 1, "make the simulated GPU K times faster (every step cost ÷ K)")
 	fs.StringVar(&cfg.MetricsFlavor, "metrics-flavor", sim.DefaultMetricsFlavor, "/metrics names: "+strings.Join(sim.MetricsFlavors(), ", "))
@@ -63,11 +65,11 @@ func runSimServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: sim takes no arguments, got %q", errUsage, fs.Args())
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)
+	logger, err := newLogger(stderr)
+	if err != nil {
+		return err
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = logger
 	cfg.Faults = faults
 
 	preset, err := sim.LoadPreset(*presetName)

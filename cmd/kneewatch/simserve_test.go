@@ -18,7 +18,7 @@ func TestSimServesReplicasUntilCancelled(t *testing.T) {
 	var stdout, stderr testtools.SyncBuffer
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run(ctx, []string{"sim", "--replicas", "2", "--listen", "127.0.0.1:0", "--dcgm-listen", "127.0.0.1:0",
+		errc <- run(ctx, []string{"sim", "--replicas", "2", "--web.listen-address", "127.0.0.1:0", "--dcgm.listen-address", "127.0.0.1:0",
 			"--speed", "10", "--fault", "1:unhealthy=true", "--shutdown-grace", "200ms"}, &stdout, &stderr)
 	}()
 	urlRE := regexp.MustCompile(`http://127\.0\.0\.1:\d+\S*`)
@@ -76,8 +76,10 @@ func TestSimRejectsBadFlagsWithClearErrors(t *testing.T) {
 		{"an unknown preset", []string{"--preset", "gpt-5-b200"}, `unknown simulator preset "gpt-5-b200"`},
 		{"a missing preset file", []string{"--preset-file", "/nonexistent/p.yaml"}, "--preset-file"},
 		{"an unknown fault", []string{"--fault", "explode=1"}, `unknown fault "explode"`},
-		{"an unknown metrics flavor", []string{"--metrics-flavor", "triton", "--listen", "127.0.0.1:0", "--dcgm-listen", ""}, `unknown metrics flavor "triton"`},
+		{"an unknown metrics flavor", []string{"--metrics-flavor", "triton", "--web.listen-address", "127.0.0.1:0", "--dcgm.listen-address", ""}, `unknown metrics flavor "triton"`},
 		{"a zero speed", []string{"--speed", "0"}, "--speed must be > 0"},
+		{"an unknown log level", []string{"--log.level", "verbose"}, `--log.level: unknown log level "verbose"`},
+		{"an unknown log level by its old name", []string{"--log-level", "verbose"}, `--log.level: unknown log level "verbose"`},
 		{"a stray argument", []string{"extra"}, "sim takes no arguments"},
 	}
 	for _, tt := range tests {
@@ -88,5 +90,42 @@ func TestSimRejectsBadFlagsWithClearErrors(t *testing.T) {
 				t.Errorf("error %v (stderr %q), want one containing %q", err, errOut.String(), tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestSimTakesItsOldFlagNamesWithAWarning runs sim with the names it had
+// before every subcommand named its flags one way (--listen, --dcgm-listen,
+// --log-level): they still work, and each use is logged as deprecated.
+func TestSimTakesItsOldFlagNamesWithAWarning(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr testtools.SyncBuffer
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(ctx, []string{"sim", "--listen", "127.0.0.1:0", "--dcgm-listen", "", "--log-level", "warn"}, &stdout, &stderr)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(stdout.String(), "Stop with Ctrl-C") {
+		if time.Now().After(deadline) {
+			t.Fatalf("sim did not start; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("sim: %v", err)
+	}
+	if strings.Contains(stdout.String(), "dcgm") {
+		t.Errorf("--dcgm-listen \"\" did not turn the DCGM endpoint off:\n%s", stdout.String())
+	}
+	for _, want := range []string{
+		`level=WARN source=logflags.go`,
+		`msg="--listen is deprecated: use --web.listen-address"`,
+		`msg="--dcgm-listen is deprecated: use --dcgm.listen-address"`,
+		`msg="--log-level is deprecated: use --log.level"`,
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %s:\n%s", want, stderr.String())
+		}
 	}
 }

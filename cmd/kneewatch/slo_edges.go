@@ -8,6 +8,7 @@ import (
 	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/watch"
 )
 
 // sloEdgeCheck is one SLO to check against one engine's default bucket
@@ -29,7 +30,7 @@ func sloEdgeChecks(cfg *config.Config, profiles map[string]*knee.Profile) []sloE
 			out = append(out, c)
 		}
 	}
-	global := collector.GlobalSLO(cfg)
+	global := watch.GlobalSLO(cfg)
 	for _, t := range cfg.Targets {
 		if p := profiles[t.Profile]; p != nil {
 			add(sloEdgeCheck{fmt.Sprintf("profile %q", t.Profile), string(t.Engine), p.SLO})

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,7 +74,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"(e.g. 2:1,1:2,2:2, or \"default\" for "+joinMixScales(knee.DefaultMixScales)+") and add the mixModel\n"+
 		"the knee moves with when live traffic's mean prompt or output drifts; each pair is a whole sweep; empty: none")
 	maxModelLen := fs.Int("max-model-len", 0, "with --mix-scales: the server's --max-model-len, so no scaled request is longer (0: no cap)")
-	logLevel := fs.String("log.level", "info", "log level: debug, info, warn, error")
+	newLogger := logFlags(fs, "info")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kneewatch sweep --target URL --model NAME --slo-ttft D --slo-tpot D --out profile.yaml [flags]")
 		fmt.Fprintln(stderr, "\nDrives the endpoint closed-loop at concurrency 1, 2, 4, … until the SLO breaks, throughput")
@@ -124,11 +123,10 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("sweep: --plot: %w", err)
 		}
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("sweep: --log.level: %w", err)
+	logger, err := newLogger(stderr)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	base, err := sweep.APIBase(*target)
 	if err != nil {
@@ -301,4 +299,14 @@ func readAPIKey(file string) (string, error) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// joinMixScales is the scales as --mix-scales takes them (sweep and sim
+// knee both list the defaults in their help).
+func joinMixScales(scales []knee.MixScale) string {
+	parts := make([]string, len(scales))
+	for i, s := range scales {
+		parts[i] = s.String()
+	}
+	return strings.Join(parts, ",")
 }

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
-	"github.com/kneewatch/kneewatch/sim"
 )
 
 // startSweepSim starts one simulated replica with its DCGM endpoint on
@@ -110,7 +110,7 @@ targets:
 		t.Fatal(err)
 	}
 	body := serveUntil(t, cfg, `kneewatch_replica_headroom_ratio{`)
-	if !strings.Contains(body, fmt.Sprintf(`kneewatch_knee_concurrency{model="meta-llama/Llama-3.1-8B-Instruct",profile="swept",replica="swept-0"} %g`, prof.Knee.Concurrency)) {
+	if !strings.Contains(body, fmt.Sprintf(`kneewatch_knee_concurrency{model="meta-llama/Llama-3.1-8B-Instruct",namespace="",pod="",profile="swept",replica="swept-0"} %g`, prof.Knee.Concurrency)) {
 		t.Errorf("serve did not export the swept knee (%g) for the replica:\n%s", prof.Knee.Concurrency, body)
 	}
 
@@ -121,7 +121,7 @@ targets:
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
 	defer cancel()
 	if err := run(ctx, []string{"demo", "--profile", profile, "--web.listen-address", "127.0.0.1:0",
-		"--sim.listen", "127.0.0.1:0", "--sim.dcgm-listen", "127.0.0.1:0", "--evaluation.interval", "500ms",
+		"--sim.web.listen-address", "127.0.0.1:0", "--sim.dcgm.listen-address", "127.0.0.1:0", "--evaluation.interval", "500ms",
 		"--evaluation.window", "4s", "--table.interval", "3s", "--load.settle", "0s"}, &demoOut, io.Discard); err != nil {
 		t.Fatalf("demo --profile: %v", err)
 	}

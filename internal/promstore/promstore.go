@@ -139,6 +139,20 @@ func (s *Store) AddScrape(families map[string]*dto.MetricFamily, at time.Time, t
 	return nil
 }
 
+// MarkStale ends, at at, every series whose labels match: it appends
+// Prometheus's staleness marker, as a server does when a target's scrape
+// fails or the target is gone, so the series vanish from instant queries
+// at once instead of lingering for the lookback delta. Series whose last
+// sample is not before at are left alone.
+func (s *Store) MarkStale(at time.Time, match func(labels.Labels) bool) {
+	t := at.UnixMilli()
+	for _, ms := range s.series {
+		if n := len(ms.samples); n > 0 && ms.samples[n-1].T() < t && match(ms.lset) {
+			ms.samples = append(ms.samples, floatSample{t: t, f: StaleNaN})
+		}
+	}
+}
+
 // FormatFloat writes a label value the way Prometheus's text format does
 // (le="0.5", le="+Inf").
 func FormatFloat(f float64) string {
@@ -163,6 +177,10 @@ func NewEngine() *promql.Engine {
 		Timeout:       time.Minute,
 		LookbackDelta: 5 * time.Minute,
 		Parser:        parser.NewParser(parser.Options{}),
+		// A subquery without a step steps at the evaluation interval, as in
+		// Prometheus (its default global evaluation_interval is 1m; rules
+		// here are evaluated every 15s).
+		NoStepSubqueryIntervalFn: func(int64) int64 { return (15 * time.Second).Milliseconds() },
 	})
 }
 

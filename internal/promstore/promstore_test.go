@@ -55,3 +55,25 @@ func TestAScrapedHistogramBecomesItsBucketSeries(t *testing.T) {
 		t.Fatalf("share under 0.1 s = %v, want 0.75", v)
 	}
 }
+
+func TestAStaleMarkedSeriesVanishesAtOnceAndOthersStay(t *testing.T) {
+	s := New()
+	at := time.Unix(1000, 0)
+	kw := labels.FromStrings("__name__", "x", "job", "kneewatch")
+	other := labels.FromStrings("__name__", "x", "job", "other")
+	for _, l := range []labels.Labels{kw, other} {
+		if err := s.Add(l, at.UnixMilli(), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.MarkStale(at.Add(15*time.Second), func(l labels.Labels) bool { return l.Get("job") == "kneewatch" })
+	ng := NewEngine()
+	defer ng.Close()
+	v, err := Instant(ng, s, "x", at.Add(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v) != 1 || v[0].Metric.Get("job") != "other" {
+		t.Errorf("30 s later, x = %v; want only job=other (kneewatch's series marked stale)", v)
+	}
+}

@@ -34,9 +34,6 @@ const (
 	Port = 9847
 	// Source is the repository the image is built from.
 	Source = "https://github.com/kneewatch/kneewatch"
-	// Licenses is the SPDX expression of the image's license. The
-	// repository has no LICENSE file yet, so it asserts none.
-	Licenses = "NOASSERTION"
 )
 
 // Entrypoint and Cmd are the image's defaults: `kneewatch serve` with the
@@ -72,6 +69,9 @@ type Options struct {
 	Created time.Time
 	Chart   Chart
 	Base    BaseFiles
+	// License is the repository's (ReadLicense): its SPDX identifier
+	// labels the image, and its texts are in it under LicenseDir.
+	License License
 	// Binaries are the images' binaries, one per platform, in index order.
 	Binaries []Binary
 }
@@ -82,7 +82,7 @@ func (o Options) Labels() map[string]string {
 		LabelSource:   Source,
 		LabelRevision: o.Revision,
 		LabelVersion:  o.Version,
-		LabelLicenses: Licenses,
+		LabelLicenses: o.License.SPDX,
 		LabelTitle:    "kneewatch",
 	}
 }
@@ -102,6 +102,11 @@ func Build(ctx context.Context, o Options) (v1.ImageIndex, error) {
 	if err != nil {
 		return nil, err
 	}
+	licenses, err := licenseEntries(o.License)
+	if err != nil {
+		return nil, err
+	}
+	base = append(base, licenses...)
 	baseLayer, err := layer(base, created)
 	if err != nil {
 		return nil, err

@@ -158,6 +158,15 @@ func TestReleasedImage(t *testing.T) {
 	fsDir := t.TempDir()
 	extract(t, amd, fsDir)
 	checkBaseFiles(t, fsDir)
+	for _, name := range []string{"LICENSE", "NOTICE"} {
+		want, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(filepath.Join(fsDir, filepath.FromSlash(LicenseDir), name)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("the image's %s/%s is not the repository's %s (%v)", LicenseDir, name, name, err)
+		}
+	}
 	bin := filepath.Join(fsDir, BinaryPath)
 	cmd := exec.Command(bin, "version")
 	cmd.Env = []string{}
@@ -201,7 +210,14 @@ func checkConfig(t *testing.T, p v1.Platform, cfg *v1.ConfigFile, version string
 		t.Errorf("%s: exposed ports %v, the chart's port is %s", p.String(), cfg.Config.ExposedPorts, port)
 	}
 	labels := cfg.Config.Labels
-	for key, want := range map[string]string{LabelSource: Source, LabelVersion: version, LabelLicenses: Licenses} {
+	license, err := ReadLicense(filepath.Join(moduleRoot(), "LICENSE"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if license.SPDX != "Apache-2.0" {
+		t.Errorf("the repository's LICENSE reads as %q, want Apache-2.0", license.SPDX)
+	}
+	for key, want := range map[string]string{LabelSource: Source, LabelVersion: version, LabelLicenses: license.SPDX} {
 		if labels[key] != want {
 			t.Errorf("%s: label %s is %q, want %q", p.String(), key, labels[key], want)
 		}

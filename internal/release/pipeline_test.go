@@ -88,25 +88,47 @@ func TestOneVersionEverywhere(t *testing.T) {
 	})
 }
 
+// TestWorkflowsPassActionlint lints the workflows with actionlint and,
+// through it, every run: script with shellcheck, which actionlint would
+// otherwise skip without a word when shellcheck is not on PATH: it is
+// passed explicitly, and a script shellcheck flags must fail the lint. The
+// workflows have no Python steps, so pyflakes is off by name, not by
+// absence.
 func TestWorkflowsPassActionlint(t *testing.T) {
 	actionlint := testtools.Path(t, "actionlint")
+	shellcheck := testtools.SystemPath(t, "shellcheck", "apt-get install -y shellcheck")
 	root := moduleRoot()
 	workflows, err := filepath.Glob(filepath.Join(root, ".github", "workflows", "*.yml"))
 	if err != nil || len(workflows) < 2 {
 		t.Fatalf("want the CI and release workflows, found %v (%v)", workflows, err)
 	}
-	out, err := exec.Command(actionlint, append([]string{"-color=false", "-verbose"}, workflows...)...).CombinedOutput()
-	t.Logf("actionlint %s:\n%s", strings.Join(workflows, " "), out)
+	lint := func(files ...string) (string, error) {
+		out, err := exec.Command(actionlint, append([]string{"-color=false", "-verbose", "-shellcheck=" + shellcheck, "-pyflakes="}, files...)...).CombinedOutput()
+		return string(out), err
+	}
+	out, err := lint(workflows...)
+	t.Logf("actionlint -shellcheck=%s %s:\n%s", shellcheck, strings.Join(workflows, " "), out)
 	if err != nil {
 		t.Fatalf("actionlint: %v", err)
 	}
-	// The lint can fail: a workflow calling an undefined step output.
-	bad := filepath.Join(t.TempDir(), "bad.yml")
-	if err := os.WriteFile(bad, []byte("on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo ${{ steps.nothing.outputs.x }}\n"), 0o644); err != nil {
-		t.Fatal(err)
+	if strings.Contains(out, `Rule "shellcheck" was disabled`) {
+		t.Fatalf("actionlint ran without shellcheck:\n%s", out)
 	}
-	if out, err := exec.Command(actionlint, "-color=false", bad).CombinedOutput(); err == nil || !strings.Contains(string(out), `property "nothing" is not defined`) {
-		t.Errorf("actionlint passed a workflow reading an undefined step (%v):\n%s", err, out)
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, step, want string }{
+		{"a workflow reading an undefined step output", "echo ${{ steps.nothing.outputs.x }}", `property "nothing" is not defined`},
+		// SC2086: an unquoted variable splits and globs.
+		{"a run: script shellcheck flags", "ls $HOME/x", "shellcheck reported issue in this script: SC2086"},
+	} {
+		bad := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".yml")
+		if err := os.WriteFile(bad, []byte("on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: "+tc.step+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := lint(bad); err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("actionlint passed %s (%v):\n%s", tc.name, err, out)
+		} else {
+			t.Logf("actionlint on %s fails as it must: %s", tc.name, tc.want)
+		}
 	}
 }
 
@@ -144,6 +166,10 @@ func TestDockerfileBuildsTheSameImage(t *testing.T) {
 	}
 	text := string(data)
 	final := text[strings.LastIndex(text, "\nFROM "):]
+	license, err := ReadLicense(filepath.Join(moduleRoot(), "LICENSE"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(final, "FROM gcr.io/distroless/static-debian12:nonroot") {
 		t.Errorf("the final stage is not distroless/static nonroot:\n%s", final)
 	}
@@ -172,7 +198,8 @@ func TestDockerfileBuildsTheSameImage(t *testing.T) {
 		LabelSource + `="` + Source + `"`,
 		LabelRevision + `="${REVISION}"`,
 		LabelVersion + `="${VERSION}"`,
-		LabelLicenses + `="` + Licenses + `"`,
+		LabelLicenses + `="` + license.SPDX + `"`,
+		"COPY LICENSE NOTICE " + LicenseDir + "/",
 		LabelTitle + `="kneewatch"`,
 	} {
 		if !strings.Contains(final, want) {

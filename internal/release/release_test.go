@@ -134,7 +134,12 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	license, err := ReadLicense(filepath.Join(moduleRoot(), "LICENSE"), filepath.Join(moduleRoot(), "NOTICE"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.opts = Options{
+		License:  license,
 		Version:  testVersion,
 		Revision: testRevision,
 		Created:  time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC),
@@ -221,7 +226,7 @@ func TestBuildMakesAnIndexOfBothPlatformsRunningServeAsNonroot(t *testing.T) {
 				"org.opencontainers.image.source":   "https://github.com/kneewatch/kneewatch",
 				"org.opencontainers.image.revision": testRevision,
 				"org.opencontainers.image.version":  testVersion,
-				"org.opencontainers.image.licenses": "NOASSERTION",
+				"org.opencontainers.image.licenses": "Apache-2.0",
 				"org.opencontainers.image.title":    "kneewatch",
 			},
 		}
@@ -300,7 +305,8 @@ func TestImageFilesystemHoldsTheBaseFilesAndTheBinary(t *testing.T) {
 		"/etc", "/etc/group", "/etc/passwd", "/etc/ssl", "/etc/ssl/certs", "/etc/ssl/certs/ca-certificates.crt",
 		"/home", "/home/nonroot", "/root", "/tmp",
 		"/usr", "/usr/local", "/usr/local/bin", "/usr/local/bin/kneewatch",
-		"/usr/share", "/usr/share/zoneinfo", "/usr/share/zoneinfo/Etc", "/usr/share/zoneinfo/Etc/UTC",
+		"/usr/share", "/usr/share/doc", "/usr/share/doc/kneewatch", "/usr/share/doc/kneewatch/LICENSE", "/usr/share/doc/kneewatch/NOTICE",
+		"/usr/share/zoneinfo", "/usr/share/zoneinfo/Etc", "/usr/share/zoneinfo/Etc/UTC",
 		"/usr/share/zoneinfo/Europe", "/usr/share/zoneinfo/Europe/Paris", "/usr/share/zoneinfo/UTC",
 	}
 	if diff := cmp.Diff(want, names); diff != "" {
@@ -314,6 +320,8 @@ func TestImageFilesystemHoldsTheBaseFilesAndTheBinary(t *testing.T) {
 		"/usr/share/zoneinfo/Etc/UTC":        {Mode: 0o777, Link: "../UTC"},
 		"/usr/share/zoneinfo/UTC":            {Mode: 0o644, Data: "TZif2 utc"},
 		"/etc/group":                         {Mode: 0o644, Data: "root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n"},
+		"/usr/share/doc/kneewatch/LICENSE":   {Mode: 0o644, Data: string(f.opts.License.Text)},
+		"/usr/share/doc/kneewatch/NOTICE":    {Mode: 0o644, Data: string(f.opts.License.Notice)},
 	}
 	for name, want := range checks {
 		if diff := cmp.Diff(want, got[name]); diff != "" {
@@ -419,6 +427,11 @@ func TestBadInputFailsWithAClearError(t *testing.T) {
 			want:   "binary for linux/arm64: open " + filepath.Join(dir, "nothing") + ": no such file or directory",
 		},
 		{
+			name:   "a release without a license is refused",
+			change: func(o *Options) { o.License = License{} },
+			want:   "no license: read the repository's LICENSE (kneewatch-release image --license-file LICENSE)",
+		},
+		{
 			name:   "two binaries for one platform are refused",
 			change: func(o *Options) { o.Binaries[1].Platform = amd64 },
 			want:   "two binaries for linux/amd64",
@@ -461,6 +474,41 @@ func TestADynamicallyLinkedBinaryIsRefused(t *testing.T) {
 	want := "binary " + dynamic + " is dynamically linked: build it with CGO_ENABLED=0 (the image has no libc)"
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v, want %s", err, want)
+	}
+}
+
+func TestReadLicenseNamesTheLicenseOrRefusesTheFile(t *testing.T) {
+	root := moduleRoot()
+	l, err := ReadLicense(filepath.Join(root, "LICENSE"), filepath.Join(root, "NOTICE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.SPDX != "Apache-2.0" || !strings.Contains(string(l.Notice), "Copyright 2026 The kneewatch Authors") {
+		t.Errorf("the repository's LICENSE reads as %q with notice %q, want Apache-2.0 and the kneewatch Authors' copyright", l.SPDX, l.Notice)
+	}
+	dir := t.TempDir()
+	mit := filepath.Join(dir, "MIT")
+	writeFile(t, mit, "MIT License\n\nCopyright (c) 2026\n\nPermission is hereby granted, free of charge, ...\n")
+	reflowed := filepath.Join(dir, "reflowed")
+	writeFile(t, reflowed, strings.Join(strings.Fields(string(l.Text)), "\n"))
+	for _, tc := range []struct{ name, license, notice, want string }{
+		{"the Apache License with its lines reflowed is still Apache-2.0", reflowed, "", ""},
+		{"a missing LICENSE names the file", filepath.Join(dir, "LICENSE"), "",
+			"license file: open " + filepath.Join(dir, "LICENSE") + ": no such file or directory (the repository's LICENSE, whose license labels the image)"},
+		{"a license the release does not know is refused, not guessed", mit, "",
+			"license file " + mit + ": not the text of a license the release knows (Apache-2.0), so the image's org.opencontainers.image.licenses label cannot name it"},
+		{"a missing NOTICE names the file", reflowed, filepath.Join(dir, "NOTICE"),
+			"notice file: open " + filepath.Join(dir, "NOTICE") + ": no such file or directory (the repository's NOTICE, shipped beside LICENSE)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ReadLicense(tc.license, tc.notice)
+			switch {
+			case tc.want == "" && (err != nil || got.SPDX != "Apache-2.0"):
+				t.Errorf("ReadLicense = %q, %v; want Apache-2.0", got.SPDX, err)
+			case tc.want != "" && (err == nil || err.Error() != tc.want):
+				t.Errorf("error\n got: %v\nwant: %s", err, tc.want)
+			}
+		})
 	}
 }
 

@@ -32,6 +32,25 @@ func Path(t testing.TB, name string) string {
 	return ""
 }
 
+// SystemPath is Path for a tool that comes from the system's packages
+// (shellcheck is Debian's): .tools/bin first, as `make tools` links it
+// there, then PATH. install says how to get it when it is missing.
+func SystemPath(t testing.TB, name, install string) string {
+	t.Helper()
+	if p := lookup(name); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	msg := name + " not found in " + Dir + " or on PATH (" + install + ", or `make tools`)"
+	if os.Getenv("KNEEWATCH_REQUIRE_TOOLS") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
 func lookup(name string) string {
 	if d := os.Getenv("KNEEWATCH_TOOLS"); d != "" {
 		if p := filepath.Join(d, name); isExec(p) {

@@ -37,8 +37,8 @@ func TestChartRulesAndDashboardsAreKneewatchsOwn(t *testing.T) {
 	}
 	bin := kneewatchBinary(t)
 
-	t.Run("files/prometheusrule.yaml is kneewatch rules --format prometheusrule", func(t *testing.T) {
-		got := command(t, nil, nil, bin, "rules", "--format", "prometheusrule")
+	t.Run("files/prometheusrule.yaml is kneewatch rules --format prometheusrule over the chart's default config", func(t *testing.T) {
+		got := command(t, nil, nil, bin, "rules", "--format", "prometheusrule", "--config.file", renderedConfig(t, "", nil))
 		checkGenerated(t, filepath.Join(chartDir(), "files", "prometheusrule.yaml"), got)
 	})
 

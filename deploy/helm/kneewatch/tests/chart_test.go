@@ -22,6 +22,7 @@ var renders = []struct {
 	{"default", ""},
 	{"all-on", "testdata/values-all-on.yaml"},
 	{"sharded", "testdata/values-sharded.yaml"},
+	{"web-tls", "testdata/values-web-tls.yaml"},
 }
 
 func valuesArgs(values string) []string {
@@ -31,12 +32,18 @@ func valuesArgs(values string) []string {
 	return []string{"--values", values}
 }
 
+// monitoringAPI tells `helm template` the cluster serves prometheus-operator's
+// API, as a kube-prometheus-stack cluster does: without it the chart leaves
+// out its ServiceMonitor and PrometheusRule.
+const monitoringAPI = "monitoring.coreos.com/v1"
+
 // helmTemplate renders the chart as release "kneewatch" in namespace
-// "monitoring", as `helm template` shows a user.
+// "monitoring", as `helm template --api-versions monitoring.coreos.com/v1`
+// shows a user of kube-prometheus-stack.
 func helmTemplate(t *testing.T, values string, extra ...string) []byte {
 	t.Helper()
 	helm := testtools.Path(t, "helm")
-	args := append([]string{"template", "kneewatch", chartDir(), "--namespace", "monitoring"}, valuesArgs(values)...)
+	args := append([]string{"template", "kneewatch", chartDir(), "--namespace", "monitoring", "--api-versions", monitoringAPI}, valuesArgs(values)...)
 	return command(t, helmEnv(t, ""), nil, helm, append(args, extra...)...)
 }
 

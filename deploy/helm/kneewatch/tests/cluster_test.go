@@ -52,6 +52,10 @@ type cluster struct {
 	client     kubernetes.Interface
 	dynamic    dynamic.Interface
 	mapper     *restmapper.DeferredDiscoveryRESTMapper
+	// kasBin and kasArgs start the API server again after stopAPIServer,
+	// on the same port with the same certificates and keys.
+	kasBin  string
+	kasArgs []string
 }
 
 // process is a started tool whose exit is awaited once.
@@ -217,20 +221,22 @@ func startCluster(etcdBin, kasBin, crdDir string) (_ *cluster, err error) {
 		return c, err
 	}
 	server := "https://127.0.0.1:" + strconv.Itoa(ports[2])
-	c.kas, err = start("kube-apiserver", filepath.Join(dir, "kube-apiserver.log"), kasBin,
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[2]),
-		"--tls-cert-file="+certFile, "--tls-private-key-file="+keyFile,
-		"--token-auth-file="+tokens, "--authorization-mode=RBAC",
+	c.kasBin = kasBin
+	c.kasArgs = []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[2]),
+		"--tls-cert-file=" + certFile, "--tls-private-key-file=" + keyFile,
+		"--token-auth-file=" + tokens, "--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+saPub, "--service-account-signing-key-file="+saKey,
+		"--service-account-key-file=" + saPub, "--service-account-signing-key-file=" + saKey,
 		"--service-cluster-ip-range=10.96.0.0/24",
 		// On loopback the default reconciler fails to publish the
 		// kubernetes Service's endpoints; nothing here needs them.
 		"--endpoint-reconciler-type=none",
-		"--cert-dir="+filepath.Join(dir, "certs"),
-		"--profiling=false")
-	if err != nil {
+		"--cert-dir=" + filepath.Join(dir, "certs"),
+		"--profiling=false",
+	}
+	if c.kas, err = start("kube-apiserver", filepath.Join(dir, "kube-apiserver.log"), kasBin, c.kasArgs...); err != nil {
 		return c, err
 	}
 
@@ -257,10 +263,34 @@ func startCluster(etcdBin, kasBin, crdDir string) (_ *cluster, err error) {
 	if c.kubeconfig, err = writeKubeconfig(dir, server, caPEM, token); err != nil {
 		return c, err
 	}
+	if crdDir == "" {
+		return c, nil // a cluster of its own without prometheus-operator's CRDs
+	}
 	if err := c.installCRDs(crdDir); err != nil {
 		return c, err
 	}
 	return c, nil
+}
+
+// killAPIServer kills the API server (etcd keeps running), as a crash
+// would: an outage. (SIGTERM with watches open took over 20 s to end.)
+func (c *cluster) killAPIServer() {
+	_ = c.kas.cmd.Process.Kill()
+	<-c.kas.done
+}
+
+// startAPIServer starts the killed API server again and waits until it is
+// ready.
+func (c *cluster) startAPIServer() error {
+	kas, err := start("kube-apiserver", filepath.Join(c.dir, "kube-apiserver-restarted.log"), c.kasBin, c.kasArgs...)
+	if err != nil {
+		return err
+	}
+	c.kas = kas
+	return waitFor(3*time.Minute, c.kas, func() error {
+		_, err := c.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
+		return err
+	})
 }
 
 // installCRDs creates every CRD manifest in dir and waits until the API

@@ -12,11 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kneewatch/kneewatch/config"
+	"github.com/kneewatch/kneewatch/watch"
 	"github.com/sethvargo/go-envconfig"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/kneewatch/kneewatch/collector"
-	"github.com/kneewatch/kneewatch/config"
 )
 
 // manifests splits a multi-document render into objects.
@@ -158,6 +157,26 @@ func TestRenderedConfigLoadsInKneewatch(t *testing.T) {
 				}
 			}
 
+			// The web config Secret and its TLS certificate, at the
+			// mounted paths moved under the same temporary root.
+			for _, o := range objs {
+				if o["kind"] != "Secret" || !strings.HasSuffix(dig(o, "metadata", "name").(string), "-web-config") {
+					continue
+				}
+				text := strings.ReplaceAll(dig(o, "stringData", "web-config.yml").(string), "/etc/kneewatch", dir)
+				if err := os.MkdirAll(dir+"-web", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir+"-web", "web-config.yml"), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(dir+"-tls", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, _, err := writeServingCert(dir + "-tls"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			args, _ := dig(deploy, "spec", "template", "spec", "containers", 0, "args").([]any)
 			if len(args) == 0 || args[0] != "serve" {
 				t.Fatalf("container args %v do not start with serve", args)
@@ -187,7 +206,7 @@ func TestRenderedConfigLoadsInKneewatch(t *testing.T) {
 			if (cfg.Kubernetes != nil) != discovering {
 				t.Errorf("config has a kubernetes section: %v, but the pod gets an API token: %v", cfg.Kubernetes != nil, discovering)
 			}
-			profiles, err := collector.LoadProfiles(cfg)
+			profiles, err := watch.LoadProfiles(cfg)
 			if err != nil {
 				t.Fatalf("the chart's profiles do not load: %v", err)
 			}

@@ -15,16 +15,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/discovery"
 	"github.com/kneewatch/kneewatch/internal/testtools"
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/watch"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // engine serves a vLLM scrape on loopback, standing in for a serving pod.
@@ -60,13 +59,25 @@ func servingPod(ns, name, metricsPort string, labels map[string]string) *corev1.
 	}
 }
 
-// setRunning does the kubelet's part: the pod runs with an IP. Only
-// loopback IPs are used, so the watcher's scrapes stay on this machine.
+// setRunning does the kubelet's part: the pod runs with an IP and passes
+// its readiness probe. Only loopback IPs are used, so the watcher's scrapes
+// stay on this machine.
 func setRunning(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, ip string) *corev1.Pod {
+	t.Helper()
+	return setStatus(t, client, pod, ip, true)
+}
+
+// setStatus makes the pod Running with an IP, Ready or not.
+func setStatus(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, ip string, ready bool) *corev1.Pod {
 	t.Helper()
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.PodIP = ip
 	pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	setCondition(pod, corev1.PodReady, status)
 	got, err := client.CoreV1().Pods(pod.Namespace).UpdateStatus(context.Background(), pod, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatalf("setting pod %s running: %v", pod.Name, err)
@@ -74,8 +85,19 @@ func setRunning(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, ip s
 	return got
 }
 
+// setCondition sets (or adds) one of the pod's status conditions.
+func setCondition(pod *corev1.Pod, typ corev1.PodConditionType, status corev1.ConditionStatus) {
+	for i, c := range pod.Status.Conditions {
+		if c.Type == typ {
+			pod.Status.Conditions[i].Status = status
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: typ, Status: status, LastTransitionTime: metav1.Now()})
+}
+
 // replicas is the discovered replica names with their profile and metrics URL.
-func replicas(ts []collector.Target) []string {
+func replicas(ts []watch.Target) []string {
 	var out []string
 	for _, t := range ts {
 		s := t.Replica + " " + t.MetricsURL + " profile=" + t.ProfileName
@@ -88,10 +110,10 @@ func replicas(ts []collector.Target) []string {
 }
 
 // exportedReplicas is the replica label values on kneewatch's /metrics.
-func exportedReplicas(t *testing.T, w *collector.Watcher) []string {
+func exportedReplicas(t *testing.T, w *watch.Watcher) []string {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector.NewExporter(w.Latest))
+	reg.MustRegister(watch.NewExporter(w.Latest))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +149,7 @@ func TestDiscoveryFollowsPods(t *testing.T) {
 		}
 	}
 	notes := c.helm(t, "install", "disc", chartDir(), "--namespace", kwNS)
-	for _, note := range []string{`NOTE: the ServiceMonitor has no "release" label`, `NOTE: the PrometheusRule has no "release" label`} {
+	for _, note := range []string{`NOTE: the ServiceMonitor and PrometheusRule have no "release" label`} {
 		if !strings.Contains(string(notes), note) {
 			t.Errorf("install notes lack %q:\n%s", note, notes)
 		}
@@ -149,13 +171,15 @@ func TestDiscoveryFollowsPods(t *testing.T) {
 	dcgm.Namespace = gpuNS
 	cfg.DCGM = &dcgm
 
-	w := collector.NewWatcher(collector.WatcherOptions{Interval: time.Second, Window: 10 * time.Second})
+	w := watch.NewWatcher(watch.WatcherOptions{Interval: time.Second, Window: 10 * time.Second})
 	d, err := discovery.New(sa, discovery.Options{
 		Config:   cfg,
 		Profiles: map[string]*knee.Profile{"llama-h100": profile},
 		Sink:     w.SetTargets,
 		ModelOf:  discovery.ModelsFrom(w.Latest),
-		Refresh:  100 * time.Millisecond,
+		// The default 1s check of the engines' models would do; a shorter
+		// one keeps the test quick.
+		ModelCheck: 100 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +236,7 @@ func TestDiscoveryFollowsPods(t *testing.T) {
 		}
 		setRunning(t, c.client, p, "127.0.0.1")
 		// Events arrive in order: once vllm-0 shows, the others were seen.
-		waitTargets(t, []string{"vllm-0 " + metrics + " profile="})
+		waitTargets(t, []string{ns + "/vllm-0 " + metrics + " profile="})
 	})
 
 	t.Run("the watcher scrapes the discovered pod and exports its series", func(t *testing.T) {
@@ -220,13 +244,13 @@ func TestDiscoveryFollowsPods(t *testing.T) {
 		if len(r.Replicas) != 1 || !r.Replicas[0].EngineUp {
 			t.Fatalf("round = %+v, want vllm-0 scraped", r.Replicas)
 		}
-		if got := exportedReplicas(t, w); !cmp.Equal(got, []string{"vllm-0"}) {
+		if got := exportedReplicas(t, w); !cmp.Equal(got, []string{ns + "/vllm-0"}) {
 			t.Errorf("exported replicas = %v", got)
 		}
 	})
 
 	t.Run("the model the engine reports picks the profile for the pod's GPU", func(t *testing.T) {
-		waitTargets(t, []string{"vllm-0 " + metrics + " profile=llama-h100"})
+		waitTargets(t, []string{ns + "/vllm-0 " + metrics + " profile=llama-h100"})
 	})
 
 	t.Run("a pending pod that starts running appears", func(t *testing.T) {
@@ -236,8 +260,8 @@ func TestDiscoveryFollowsPods(t *testing.T) {
 		}
 		setRunning(t, c.client, p, "127.0.0.3")
 		waitTargets(t, []string{
-			"pending http://127.0.0.3:" + port + "/metrics profile=",
-			"vllm-0 " + metrics + " profile=llama-h100",
+			ns + "/pending http://127.0.0.3:" + port + "/metrics profile=",
+			ns + "/vllm-0 " + metrics + " profile=llama-h100",
 		})
 	})
 
@@ -259,8 +283,8 @@ func TestDiscoveryFollowsPods(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitTargets(t, []string{
-			"other http://127.0.0.2:" + port + "/metrics profile=",
-			"vllm-0 " + metrics + " profile=llama-h100",
+			ns + "/other http://127.0.0.2:" + port + "/metrics profile=",
+			ns + "/vllm-0 " + metrics + " profile=llama-h100",
 		})
 	})
 
@@ -283,8 +307,8 @@ func TestDiscoveryFollowsPods(t *testing.T) {
 		}
 		setRunning(t, c.client, exp, "127.0.0.4")
 		waitTargets(t, []string{
-			"other http://127.0.0.2:" + port + "/metrics profile=llama-h100 dcgm=http://127.0.0.4:9400/metrics",
-			"vllm-0 " + metrics + " profile=llama-h100 dcgm=http://127.0.0.4:9400/metrics",
+			ns + "/other http://127.0.0.2:" + port + "/metrics profile=llama-h100 dcgm=http://127.0.0.4:9400/metrics",
+			ns + "/vllm-0 " + metrics + " profile=llama-h100 dcgm=http://127.0.0.4:9400/metrics",
 		})
 	})
 
@@ -321,7 +345,7 @@ func TestDiscoveryWithoutPermissionSaysSo(t *testing.T) {
 	var sinkCalls atomic.Int32
 	d, err := discovery.New(sa, discovery.Options{
 		Config:      cfg,
-		Sink:        func([]collector.Target) error { sinkCalls.Add(1); return nil },
+		Sink:        func([]watch.Target) error { sinkCalls.Add(1); return nil },
 		SyncWarning: 200 * time.Millisecond,
 		Logger:      slog.New(slog.NewTextHandler(&logs, nil)),
 	})

@@ -30,6 +30,10 @@ func TestValuesSchemaRejectsBadValues(t *testing.T) {
 		{"sharding turned on with a string", "sharding.enabled=yes", "/sharding/enabled"},
 		{"discovery off with no static targets, which leaves kneewatch nothing to watch", "discovery.enabled=false", "targets"},
 		{"a duration Prometheus cannot parse", "serviceMonitor.interval=30 seconds", "/serviceMonitor/interval"},
+		{"a web config key exporter-toolkit lacks", "web.config.tls_config.cert_file=x", "tls_config"},
+		{"a basic auth secret selector without its key", "serviceMonitor.basicAuth.username.name=s", "/serviceMonitor/basicAuth/username"},
+		{"a PDB minAvailable that is not a count or percentage", "podDisruptionBudget.minAvailable=half", "/podDisruptionBudget/minAvailable"},
+		{"a release label that is not a label value", "releaseLabel=kube prometheus", "/releaseLabel"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" is rejected", func(t *testing.T) {
@@ -42,5 +46,16 @@ func TestValuesSchemaRejectsBadValues(t *testing.T) {
 				t.Errorf("helm's error does not name %q as a schema violation:\n%s", tt.complaint, ce.stderr)
 			}
 		})
+	}
+}
+
+// TestBasicAuthWithoutScrapeCredentialsIsRefused: a listener demanding basic
+// auth with a ServiceMonitor that sends none would fail every scrape.
+func TestBasicAuthWithoutScrapeCredentialsIsRefused(t *testing.T) {
+	helm := testtools.Path(t, "helm")
+	_, err := tryCommand(helmEnv(t, ""), nil, helm, "template", "kneewatch", chartDir(), "--api-versions", monitoringAPI,
+		"--set", "web.config.basic_auth_users.prometheus=$2y$10$x")
+	if err == nil || !strings.Contains(err.Error(), "set serviceMonitor.basicAuth") {
+		t.Errorf("web.config.basic_auth_users without serviceMonitor.basicAuth: err = %v", err)
 	}
 }

@@ -1,0 +1,170 @@
+package tests
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kneewatch/kneewatch/internal/testtools"
+)
+
+var (
+	serviceMonitors = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
+	prometheusRules = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"}
+)
+
+// TestHelmInstallWithoutThenWithCRDs is the zero-edit install: on an API
+// server without prometheus-operator's CRDs `helm install` with default
+// values succeeds (and creates no ServiceMonitor or PrometheusRule, which
+// would fail it); once the CRDs are installed, `helm upgrade` with one value,
+// releaseLabel, creates both, labelled for kube-prometheus-stack's selectors.
+// It starts its own etcd and kube-apiserver: the shared cluster has the CRDs
+// from the start.
+func TestHelmInstallWithoutThenWithCRDs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and kube-apiserver; not in -short")
+	}
+	etcd := testtools.Path(t, "etcd")
+	kas := testtools.Path(t, "kube-apiserver")
+	helm := testtools.Path(t, "helm")
+	crds := filepath.Join(kubeSchemas(t), "crds")
+	began := time.Now()
+	c, err := startCluster(etcd, kas, "")
+	if err != nil {
+		t.Fatalf("starting a cluster without CRDs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.stop(); err != nil {
+			t.Errorf("stopping the cluster: %v", err)
+		}
+	})
+	t.Logf("etcd + kube-apiserver without CRDs ready in %s", time.Since(began).Round(time.Millisecond))
+
+	const release, ns = "kneewatch", "monitoring"
+	c.createNamespaces(t, ns)
+	// HOME too: kubectl-style discovery caches live under ~/.kube/cache, and
+	// a cache from before the CRDs would hide them from helm's capabilities.
+	env := append(helmEnv(t, c.kubeconfig), "HOME="+t.TempDir())
+	helmRun := func(t *testing.T, args ...string) string {
+		t.Helper()
+		out := command(t, env, nil, helm, args...)
+		t.Logf("helm %s:\n%s", strings.Join(args, " "), out)
+		return string(out)
+	}
+	ctx := context.Background()
+	monitoringObjects := func(t *testing.T) map[string]map[string]string {
+		t.Helper()
+		got := map[string]map[string]string{}
+		for _, gvr := range []schema.GroupVersionResource{serviceMonitors, prometheusRules} {
+			list, err := c.dynamic.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatalf("listing %s: %v", gvr.Resource, err)
+			}
+			for _, o := range list.Items {
+				got[gvr.Resource+"/"+o.GetName()] = o.GetLabels()
+			}
+		}
+		return got
+	}
+
+	t.Run("helm install with default values and no CRDs succeeds", func(t *testing.T) {
+		out := helmRun(t, "install", release, chartDir(), "--namespace", ns, "--wait=false")
+		if !strings.Contains(out, "STATUS: deployed") {
+			t.Errorf("helm install did not report the release deployed:\n%s", out)
+		}
+		if !strings.Contains(out, "does not serve monitoring.coreos.com/v1") {
+			t.Errorf("the notes do not say why there is no ServiceMonitor or PrometheusRule:\n%s", out)
+		}
+		manifest := c.releaseManifest(t, release, ns)
+		for _, id := range manifest {
+			if id.Resource == "servicemonitors" || id.Resource == "prometheusrules" {
+				t.Errorf("release holds %s without the CRDs", id)
+			}
+		}
+		if !slices.Contains(manifest, objectID{"deployments", ns, release}) {
+			t.Errorf("release lacks the Deployment: %v", manifest)
+		}
+	})
+
+	t.Run("without the check the same install fails, which is what the gate prevents", func(t *testing.T) {
+		_, err := tryCommand(env, nil, helm, "install", "forced", chartDir(), "--namespace", ns,
+			"--set", "monitoringCapabilityCheck=false", "--set", "fullnameOverride=forced")
+		if err == nil {
+			t.Fatal("helm install with monitoringCapabilityCheck=false succeeded on an API server without the CRDs")
+		}
+		t.Logf("helm install --set monitoringCapabilityCheck=false: %v", err)
+		if !strings.Contains(err.Error(), "ServiceMonitor") && !strings.Contains(err.Error(), "PrometheusRule") {
+			t.Errorf("helm's error does not name the missing kinds: %v", err)
+		}
+	})
+
+	t.Run("with the CRDs, helm upgrade --set releaseLabel creates both, labelled release", func(t *testing.T) {
+		if err := c.installCRDs(crds); err != nil {
+			t.Fatal(err)
+		}
+		out := helmRun(t, "upgrade", release, chartDir(), "--namespace", ns, "--set", "releaseLabel=kube-prometheus-stack")
+		if strings.Contains(out, "NOTE:") {
+			t.Errorf("the notes still warn with the CRDs and the release label:\n%s", out)
+		}
+		got := monitoringObjects(t)
+		for _, name := range []string{"servicemonitors/" + release, "prometheusrules/" + release} {
+			labels, ok := got[name]
+			t.Logf("API server holds %s in %s: present %v, release label %q", name, ns, ok, labels["release"])
+			if !ok {
+				t.Errorf("the API server holds no %s in %s; it holds %v", name, ns, got)
+				continue
+			}
+			if labels["release"] != "kube-prometheus-stack" {
+				t.Errorf("%s labels %v lack release=kube-prometheus-stack", name, labels)
+			}
+		}
+	})
+
+	// alerts reads the PrometheusRule from the API server: alert name → labels.
+	alerts := func(t *testing.T) map[string]map[string]any {
+		t.Helper()
+		o, err := c.dynamic.Resource(prometheusRules).Namespace(ns).Get(ctx, release, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]map[string]any{}
+		groups, _, _ := unstructured.NestedSlice(o.Object, "spec", "groups")
+		for _, g := range groups {
+			rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+			for _, r := range rules {
+				r := r.(map[string]any)
+				if name, ok := r["alert"].(string); ok {
+					labels, _ := r["labels"].(map[string]any)
+					got[name] = labels
+				}
+			}
+		}
+		return got
+	}
+
+	t.Run("helm upgrade with config.alerts changes the PrometheusRule in the API server", func(t *testing.T) {
+		before := alerts(t)
+		helmRun(t, "upgrade", release, chartDir(), "--namespace", ns, "--reuse-values",
+			"--set", "config.alerts.labels.team=ml-platform", "--set", "config.alerts.disabled={KneewatchProbeSuccessLow}")
+		after := alerts(t)
+		t.Logf("alerts before: %d, after: %d", len(before), len(after))
+		if _, ok := before["KneewatchProbeSuccessLow"]; !ok {
+			t.Fatalf("KneewatchProbeSuccessLow missing before the upgrade: %v", before)
+		}
+		if _, ok := after["KneewatchProbeSuccessLow"]; ok || len(after) != len(before)-1 {
+			t.Errorf("after disabling KneewatchProbeSuccessLow: %d alerts (before %d), it still there: %v", len(after), len(before), ok)
+		}
+		for name, labels := range after {
+			if labels["team"] != "ml-platform" {
+				t.Errorf("%s labels %v lack team=ml-platform", name, labels)
+			}
+		}
+	})
+}

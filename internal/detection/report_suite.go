@@ -1,0 +1,240 @@
+package detection
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// suiteDetectors are the detectors the suite tables compare: kneewatch's
+// page, the oracle, and every baseline (no what-ifs: the suite runs none).
+func (r *Report) suiteDetectors() []Detector {
+	ds := r.detectors(false)
+	// The oracle right after kneewatch's page, so the two read side by side.
+	out := make([]Detector, 0, len(ds))
+	for _, d := range ds {
+		if d.Key == DetectorOracle {
+			continue
+		}
+		out = append(out, d)
+		if d.Key == DetectorKneewatchPage {
+			for _, o := range ds {
+				if o.Key == DetectorOracle {
+					out = append(out, o)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// suiteMarkdown writes the generated suite's sections.
+func (r *Report) suiteMarkdown(p func(string, ...any), half string, seed uint64) {
+	res := r.Results
+	p("## The %s half of the generated suite\n\n", half)
+	p("%d scenarios drawn by `detection.GenerateSuite` (seed %d of the suite; see Method), %s of simulated traffic,\n",
+		len(res), seed, human(r.simulated()))
+	p("run in %s of wall time on %d workers. Every deployment is a simulator preset serving one workload preset, with a\n", human(r.Elapsed.Round(time.Second)), r.Options.Workers)
+	p("tight or a loose SLO; loads are multiples of the deployment's true knee rate.\n\n")
+	r.suiteGoals(p)
+	r.suiteDetectorTable(p)
+	r.suiteFamilyTable(p)
+	r.suiteDeploymentTable(p)
+	r.suiteScenarioTable(p)
+}
+
+func pct(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f%%", 100*v)
+}
+
+func (r *Report) suiteGoals(p func(string, ...any)) {
+	kw := tallyOf(r.Results, DetectorKneewatchPage)
+	or := tallyOf(r.Results, DetectorOracle)
+	p("### Goals (test half)\n\n")
+	var paged []string
+	for _, res := range r.Results {
+		if s := res.score(DetectorKneewatchPage); res.Scenario.Safe && s.FalsePages > 0 {
+			paged = append(paged, fmt.Sprintf("%d: %d", res.Scenario.ID, s.FalsePages))
+		}
+	}
+	p("- **No false page in any safe scenario: %s.** kneewatch paged falsely in %d of %d safe scenarios (%d false pages",
+		mark(kw.safePaged == 0), kw.safePaged, kw.safe, kw.safeFalse)
+	if len(paged) > 0 {
+		p(": %s", strings.Join(paged, ", "))
+	}
+	p("); the oracle in %d (%d pages). Over all %d scenarios: %.2f false pages per scenario-hour (oracle %.2f).\n",
+		or.safePaged, or.safeFalse, kw.scenarios, float64(kw.falsePages)/kw.hours, float64(or.falsePages)/or.hours)
+	ea := share(kw.early, kw.earlyPossible)
+	p("- **Early-possible breaches (true headroom below 0 for ≥ %s before the breach) paged ≥ %s ahead in ≥ %.0f%%: %s.**\n",
+		human(earlyPossibleAhead), human(leadGoal), 100*earlyGoalShare, mark(ea >= earlyGoalShare))
+	p("  %d of %d (%s); the oracle %d of %d (%s).\n", kw.early, kw.earlyPossible, pct(ea), or.early, or.earlyPossible, pct(share(or.early, or.earlyPossible)))
+	ab := share(kw.onTime, kw.abrupt)
+	p("- **Abrupt onsets paged ≤ %s after the breach began and no later than the raw burn rate in ≥ %.0f%%: %s.**\n",
+		human(abruptGrace), 100*abruptGoalShare, mark(ab >= abruptGoalShare))
+	p("  %d of %d (%s); the oracle %d of %d (%s).\n", kw.onTime, kw.abrupt, pct(ab), or.onTime, or.abrupt, pct(share(or.onTime, or.abrupt)))
+	var over []string
+	for _, f := range suiteFamilies {
+		e := pooledErrors(r.familyResults(f.name))
+		if e.n > 0 && e.p95 > headroomGoal {
+			over = append(over, fmt.Sprintf("%s %.3f", f.name, e.p95))
+		}
+	}
+	all := pooledErrors(r.Results)
+	p("- **Headroom error p95 ≤ %.1f in every family: %s.** Over the half: mean %.3f, p95 %.3f, max %.3f",
+		headroomGoal, mark(len(over) == 0), all.mean, all.p95, all.max)
+	if len(over) > 0 {
+		p("; over the goal in %s", strings.Join(over, ", "))
+	}
+	p(".\n")
+	p("- **The truth judged every moment:** %d of %d scrapes (%.2f%%) were unknown, all at the start of a run before %d\n",
+		kw.unknownTicks, kw.ticks, 100*float64(kw.unknownTicks)/float64(max(kw.ticks, 1)), knee.MinWindowRequests)
+	p("  requests had finished. %d of %d safe scenarios breached the SLO anyway (their pages are scored against those breaches).\n\n",
+		kw.safeBreached, kw.safe)
+}
+
+func (r *Report) suiteDetectorTable(p func(string, ...any)) {
+	p("### Every detector side by side (test half)\n\n")
+	p("\"Early\": early-possible breaches paged ≥ %s ahead; \"on time\": abrupt onsets paged ≤ %s after they began and no\n", human(leadGoal), human(abruptGrace))
+	p("later than the raw burn-rate page; \"missed\": breaches with no page from %s before to their end.\n\n", human(leadHorizon))
+	p("| detector | safe scenarios paged | false pages in safe scenarios | false pages per scenario-hour | early | on time | missed |\n")
+	p("|---|---|---|---|---|---|---|\n")
+	for _, d := range r.suiteDetectors() {
+		t := tallyOf(r.Results, d.Key)
+		p("| %s | %d of %d | %d | %.2f | %d of %d (%s) | %d of %d (%s) | %d |\n", d.Name, t.safePaged, t.safe, t.safeFalse,
+			float64(t.falsePages)/t.hours, t.early, t.earlyPossible, pct(share(t.early, t.earlyPossible)),
+			t.onTime, t.abrupt, pct(share(t.onTime, t.abrupt)), t.missed)
+	}
+	p("\n")
+}
+
+// familyResults are the results of one family.
+func (r *Report) familyResults(name string) []*ScenarioResult {
+	var out []*ScenarioResult
+	for _, res := range r.Results {
+		if res.Scenario.Family == name {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+func (r *Report) suiteFamilyTable(p func(string, ...any)) {
+	p("### By family (test half)\n\n")
+	p("Breaches split into early-possible / abrupt. kneewatch and the oracle: false pages, early-possible breaches paged\n")
+	p("≥ %s ahead, abrupt onsets paged on time. Headroom error: |kneewatch − truth| pooled over the family's scrapes.\n\n", human(leadGoal))
+	p("| family | scenarios | hours | breaches (early-possible / abrupt) | kneewatch: false, early, on time | oracle: false, early, on time | headroom error mean / p95 / max |\n")
+	p("|---|---|---|---|---|---|---|\n")
+	for _, f := range suiteFamilies {
+		rs := r.familyResults(f.name)
+		if len(rs) == 0 {
+			continue
+		}
+		kw, or := tallyOf(rs, DetectorKneewatchPage), tallyOf(rs, DetectorOracle)
+		e := pooledErrors(rs)
+		name := f.name
+		if f.safe {
+			name += " (safe)"
+		}
+		p("| %s | %d | %.1f | %d / %d | %d, %d/%d, %d/%d | %d, %d/%d, %d/%d | %.3f / %.3f / %.3f |\n", name, len(rs), kw.hours,
+			kw.earlyPossible, kw.abrupt, kw.falsePages, kw.early, kw.earlyPossible, kw.onTime, kw.abrupt,
+			or.falsePages, or.early, or.earlyPossible, or.onTime, or.abrupt, e.mean, e.p95, e.max)
+	}
+	p("\n")
+}
+
+func (r *Report) suiteDeploymentTable(p func(string, ...any)) {
+	p("### Headroom error by deployment (test half)\n\n")
+	p("| deployment | SLO | true knee: in flight (req/s) | scenarios | scrapes | mean | p95 | max |\n|---|---|---|---|---|---|---|---|\n")
+	type group struct {
+		first *ScenarioResult
+		rs    []*ScenarioResult
+	}
+	var order []string
+	groups := map[string]*group{}
+	for _, res := range r.Results {
+		k := deploymentName(res.Scenario.Deployment)
+		if groups[k] == nil {
+			groups[k] = &group{first: res}
+			order = append(order, k)
+		}
+		groups[k].rs = append(groups[k].rs, res)
+	}
+	for _, k := range order {
+		g := groups[k]
+		e := pooledErrors(g.rs)
+		p("| %s | %s | %.1f (%.3g) | %d | %d | %.3f | %.3f | %.3f |\n", k, sloText(g.first.Scenario.Deployment.SLO),
+			g.first.Profile.Knee.Concurrency, g.first.KneeRate, len(g.rs), e.n, e.mean, e.p95, e.max)
+	}
+	p("\n")
+}
+
+func (r *Report) suiteScenarioTable(p func(string, ...any)) {
+	p("### Every scenario (test half)\n\n")
+	p("Cells as in the regressions' summary: lead of the page before each breach (+ before, − after it began), missed\n")
+	p("breaches, false pages. Breach kinds: E early-possible, A abrupt.\n\n")
+	p("| # | scenario | what happens | SLO | breaches | kneewatch page | oracle | raw burn rate | headroom error mean / p95 | unknown scrapes |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, res := range r.Results {
+		var bs []string
+		for i, b := range res.Breaches {
+			kind := "A"
+			if res.earlyPossible(i) {
+				kind = "E"
+			}
+			bs = append(bs, clock(b.Start)+" "+kind)
+		}
+		p("| %d | %s | %s | %s | %s | %s | %s | %s | %.3f / %.3f | %d |\n", res.Scenario.ID, res.Scenario.Name, res.Scenario.Description,
+			sloText(res.Scenario.Deployment.SLO), orDash(strings.Join(bs, ", ")), cell(res.score(DetectorKneewatchPage)),
+			cell(res.score(DetectorOracle)), cell(res.score(DetectorRawBurn)), res.Headroom.Mean, res.Headroom.P95, res.UnknownTicks)
+	}
+	p("\n")
+}
+
+// suiteMethod says how the suite is drawn, judged and split.
+func (r *Report) suiteMethod(p func(string, ...any)) {
+	p("## Method of the generated suite\n\n")
+	p("- **Families.** ")
+	var fs []string
+	for _, f := range suiteFamilies {
+		fs = append(fs, fmt.Sprintf("%s (%d of %d per half)", f.name, familyQuotas(defaultSuiteSize)[slicesIndex(f.name)], defaultSuiteSize))
+	}
+	p("%s. The scenarios' own descriptions give every drawn value. Breaching families run %s quietly first; safe ones\n", strings.Join(fs, ", "), human(genCalm))
+	p("  (plateaus at 0.5–0.95× held 30–40 min, square waves up to 0.6–0.9×, diurnal peaks of 0.5–0.9×) are the ones that hold\n")
+	p("  near the knee; any page in them is false. Mix shifts keep the request rate and move a share of it to another\n")
+	p("  workload preset, each preset in turn; throttles slow the GPU down (`Slowdown`).\n")
+	p("- **Deployments.** Every simulator preset × every workload preset its KV cache can hold at least %d requests of\n", minKVRequests)
+	p("  (skipped: long-context on the 8B L4, where ~2.6 requests fit and the knee's ~0.02 requests/s would take over an hour\n")
+	p("  to produce the 100 a p99 needs), each with a tight and a loose SLO. The SLO is set from the replica's own p99 TTFT\n")
+	p("  and TPOT at concurrency 1: TTFT ×%g (tight) or ×%g (loose), TPOT ×%g or ×%g (×%g or ×%g for prompt-heavy\n",
+		sloMultiples[SLOTight].ttft, sloMultiples[SLOLoose].ttft, sloMultiples[SLOTight].tpot, sloMultiples[SLOLoose].tpot,
+		sloMultiples[SLOTight].tpotPrefillHeavy, sloMultiples[SLOLoose].tpotPrefillHeavy)
+	p("  mixes, whose prefills share steps with decodes), each rounded up to a vLLM bucket edge; so the SLOs follow the\n")
+	p("  presets' calibration.\n")
+	p("- **Two disjoint halves.** One seeded stream (`math/rand/v2` PCG) draws candidates: a family, a deployment, the\n")
+	p("  family's parameters quantized (levels to 0.01×, times to 30 s). A hash of that draw decides its half, so the same\n")
+	p("  draw can never land in both; a repeated draw is dropped. Test scenarios get odd arrival seeds, tune ones even.\n")
+	p("  `go test ./internal/detection -run GenerateSuite` checks disjointness, determinism, counts and coverage. Defaults may be\n")
+	p("  tuned on `kneewatch-bench --suite tune` only.\n")
+	p("- **Oracle.** kneewatch's shipped rules, exactly as the page is evaluated, on a copy of kneewatch's `/metrics` in a\n")
+	p("  store of its own where the headroom series (same labels) is the true headroom of each scrape.\n")
+	p("- **Breach kinds.** A breach is early-possible when the true headroom was below 0 for the whole %s before it\n", human(earlyPossibleAhead))
+	p("  began (physics, not the rule: a page ahead of it was possible); otherwise its onset is abrupt.\n")
+	p("- **Speed.** Scenarios run %d at a time; each true knee (per deployment, mix share and slowdown) is measured once\n", r.Suite.Options.Workers)
+	p("  per run, on a grid of mix shares 0.1–1 and slowdowns every 0.2; the regressions and the suite half run side by\n")
+	p("  side.\n\n")
+}
+
+func slicesIndex(name string) int {
+	for i, f := range suiteFamilies {
+		if f.name == name {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,111 @@
+package detection
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+func TestBreachEpisodesJoinShortGaps(t *testing.T) {
+	var truth []TruthPoint
+	breached := map[int]bool{10: true, 11: true, 14: true, 40: true}
+	for m := range 50 {
+		truth = append(truth, TruthPoint{At: at(float64(m)), Breached: breached[m]})
+	}
+	want := []Episode{{Start: at(10), End: at(14)}, {Start: at(40), End: at(40)}}
+	if diff := cmp.Diff(want, breachEpisodes(truth)); diff != "" {
+		t.Errorf("episodes (-want +got):\n%s", diff)
+	}
+}
+
+func TestKneeGridInterpolatesCapacity(t *testing.T) {
+	g := &kneeGrid{shares: []float64{0, 0.1}, slowdowns: []float64{1, 2}, knees: [][]float64{{100, 50}, {50, 25}}}
+	tests := []struct {
+		name            string
+		share, slowdown float64
+		want            float64
+	}{
+		{"a grid point is its own knee", 0.1, 2, 25},
+		{"half way between knees of 100 and 50 is the harmonic mean", 0.05, 1, 1 / ((1.0/100 + 1.0/50) / 2)},
+		{"beyond the grid holds the last point", 0.5, 3, 25},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, g.at(tt.share, tt.slowdown), approx); diff != "" {
+				t.Errorf("knee (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestGroundTruthLoadIsTheExactWindowMean(t *testing.T) {
+	// 10 requests in flight all along: the integral grows by 50 per 5 s tick.
+	tr := &runTrace{}
+	for i := 1; i <= 24; i++ {
+		off := time.Duration(i) * 5 * time.Second
+		tr.ticks = append(tr.ticks, tickTruth{at: benchEpoch.Add(off), offset: off, inflightArea: 50 * float64(i), slowdown: 1})
+	}
+	g := &kneeGrid{shares: []float64{0}, slowdowns: []float64{1}, knees: [][]float64{{40}}}
+	pts := groundTruth(tr, truthConfig{interval: 5 * time.Second, loadWindow: time.Minute, sloWindow: 2 * time.Minute, grid: g})
+	for _, i := range []int{0, 5, 11, 23} {
+		if diff := cmp.Diff(TruthPoint{At: tr.ticks[i].at, Load: 10, Knee: 40, Headroom: 0.75, TTFTP: nanValue(), TPOTP: nanValue(), Unknown: true}, pts[i], approx); diff != "" {
+			t.Errorf("tick %d (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+func TestClosedLoopWhatIfMovesOnlyTheKneeBack(t *testing.T) {
+	closed, err := knee.Load("../../knee/testdata/valid.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	poisson := *closed
+	poisson.Knee = knee.Knee{Concurrency: 48, OutputTokensPerSecond: 5000, GoodputTokensPerSecond: 4900, KVCacheUsage: 0.2,
+		LimitingResource: closed.Knee.LimitingResource, Arrivals: knee.ArrivalsPoisson, RequestsPerSecond: 30,
+		ClosedLoopConcurrency: closed.Knee.Concurrency}
+	back, err := withClosedLoopKnee(poisson)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := closed.Knee
+	want.Arrivals = knee.ArrivalsClosedLoop
+	for _, pt := range closed.Points {
+		if pt.Concurrency == closed.Knee.Concurrency {
+			want.OutputTokensPerSecond, want.GoodputTokensPerSecond, want.KVCacheUsage = pt.OutputTokensPerSecond, pt.GoodputTokensPerSecond, pt.KVCacheUsage
+		}
+	}
+	if diff := cmp.Diff(want, back.Knee, approx); diff != "" {
+		t.Errorf("closed-loop knee (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(closed.Points, back.Points); diff != "" {
+		t.Errorf("the curve changed (-want +got):\n%s", diff)
+	}
+	poisson.Knee.ClosedLoopConcurrency = 33
+	if _, err := withClosedLoopKnee(poisson); err == nil {
+		t.Error("a closed-loop knee between sweep points gave a profile, want an error")
+	}
+}
+
+func TestTruthQuantileReachesBackAsFarAsItTakes(t *testing.T) {
+	// One request every 10 s: 100 of them span 16.5 min, past the 10 min
+	// knee.WindowedQuantile stops at, so it would leave the moment unjudged.
+	var evs []knee.LatencyEvent
+	for i := range 150 {
+		evs = append(evs, knee.LatencyEvent{At: benchEpoch.Add(time.Duration(i) * 10 * time.Second), Seconds: float64(i)})
+	}
+	at := benchEpoch.Add(149 * 10 * time.Second)
+	capped := knee.WindowedQuantile{Events: evs, Width: 2 * time.Minute, Q: 0.5}
+	if v := capped.At(at); knee.Known(v) {
+		t.Fatalf("knee.WindowedQuantile judged the moment (%v); the test no longer shows the cap", v)
+	}
+	w := knee.WindowedQuantile{Events: evs, Width: 2 * time.Minute, Q: 0.5, MaxStretch: -1}
+	if v := w.At(at); !knee.Known(v) || v < 50 || v > 149 {
+		t.Errorf("the truth's median of the last 100 requests is %v, want one of requests 50–149", v)
+	}
+	if v := w.At(benchEpoch.Add(98 * 10 * time.Second)); knee.Known(v) {
+		t.Errorf("with 99 requests so far the truth judged the moment (%v), want unknown", v)
+	}
+}

@@ -1,0 +1,255 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/workload"
+)
+
+// validationSLO is an SLO an operator might set for a preset and mix,
+// derived from one request alone (so it follows the presets' calibration):
+// p99 TTFT within 8× and p99 TPOT within 3× of concurrency 1's, TTFT at
+// least 1 s. The detection bench's chat SLO on the 8B/H100 is of that kind.
+func validationSLO(t *testing.T, p Preset, g *workload.Generator) knee.SLO {
+	t.Helper()
+	lv, err := RunLevel(context.Background(), LevelConfig{Engine: Config{Preset: p}, Workload: g, Concurrency: 1,
+		SLO: knee.SLO{TTFT: knee.Duration(time.Hour), TPOT: knee.Duration(time.Hour), Quantile: 0.99}, WindowRequests: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttft := max(time.Second, time.Duration(8*lv.Point.TTFT.P99*float64(time.Second))).Round(100 * time.Millisecond)
+	tpot := time.Duration(3 * lv.Point.TPOT.P99 * float64(time.Second)).Round(time.Millisecond)
+	return knee.SLO{TTFT: knee.Duration(ttft), TPOT: knee.Duration(tpot), Quantile: 0.99}
+}
+
+// blendTrace draws records from primary, and a share of them from alt: a
+// mix that is not a scaled copy of either (two humps, not one stretched).
+func blendTrace(primary, alt string, share float64, seed uint64) (*workload.Generator, error) {
+	pm, _ := workload.Preset(primary)
+	am, _ := workload.Preset(alt)
+	return workload.NewTraceGenerator(workload.Blend(pm, am, share, 8000, seed))
+}
+
+// heldOutMix is a mix the mix model was not fitted to.
+type heldOutMix struct {
+	name string
+	gen  func(base *workload.Generator, p Preset, wl string) (*workload.Generator, error)
+}
+
+func scaledMix(prompt, output float64) heldOutMix {
+	return heldOutMix{fmt.Sprintf("prompt×%g output×%g", prompt, output), func(base *workload.Generator, p Preset, _ string) (*workload.Generator, error) {
+		return base.Scaled(prompt, output, p.MaxModelLen)
+	}}
+}
+
+// blendMix blends a share of alt into the workload, or of fallback when
+// the workload is alt; the row names the blend drawn (its trace's source).
+func blendMix(alt, fallback string, share float64) heldOutMix {
+	return heldOutMix{fmt.Sprintf("+%.0f%% %s", 100*share, alt), func(_ *workload.Generator, _ Preset, wl string) (*workload.Generator, error) {
+		a := alt
+		if a == wl {
+			a = fallback
+		}
+		return blendTrace(wl, a, share, 1)
+	}}
+}
+
+// heldOutMixes: longer outputs, longer prompts, both, shorter outputs (all
+// between the measured scales), and blends toward other workload presets.
+var heldOutMixes = []heldOutMix{
+	scaledMix(1, 3), scaledMix(3, 1), scaledMix(1.5, 1.5), scaledMix(1, 0.7),
+	blendMix("summarize", "rag", 0.2), blendMix("code", "chat", 0.5),
+}
+
+// mixRow is one line of the validation table.
+type mixRow struct {
+	preset, workload, mix string
+	// The knee's concurrency and request rate, true and modelled; the
+	// errors are model ÷ true − 1.
+	trueC, modelC, errC float64
+	trueR, modelR, errR float64
+	// The errors of the profile's own knee, not moved: what the model is for.
+	stillC, stillR float64
+	note           string
+}
+
+// TestMixModelPredictsKneesAtMixesItWasNotFittedTo measures, for every
+// simulator preset and workload preset, the Poisson knee with a mix model
+// (knee.DefaultMixScales), then the true knee at mixes the model was not
+// fitted to, and compares it with the knee Evaluate moves to for traffic
+// with those mixes' mean prompt and output. It prints the table and
+// asserts the error bounds measured when the model was chosen.
+func TestMixModelPredictsKneesAtMixesItWasNotFittedTo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("270 Poisson knee searches (about 2 min of CPU on each of 2 cores)")
+	}
+	// On a busy machine it takes up to 9 minutes: under go test's default
+	// 10-minute timeout it would take the whole package down with it.
+	if d, ok := t.Deadline(); ok && time.Until(d) < mixValidationNeeds {
+		t.Skipf("needs up to %s; run it with: go test -run %s -timeout 30m ./internal/sim", mixValidationNeeds, t.Name())
+	}
+	type job struct{ preset, wl string }
+	var jobs []job
+	for _, p := range PresetNames() {
+		for _, wl := range workload.PresetNames() {
+			jobs = append(jobs, job{p, wl})
+		}
+	}
+	var (
+		mu   sync.Mutex
+		rows []mixRow
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, 2)
+	)
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			r := validateMixModel(t, j.preset, j.wl)
+			mu.Lock()
+			rows = append(rows, r...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	slices.SortStableFunc(rows, func(a, b mixRow) int {
+		return strings.Compare(a.preset+"/"+a.workload, b.preset+"/"+b.workload)
+	})
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-22s %-12s %-22s %20s %7s %24s %7s\n", "preset", "workload", "held-out mix",
+		"knee in flight", "", "knee requests/s", "")
+	fmt.Fprintf(&b, "%-22s %-12s %-22s %9s %10s %7s %11s %12s %7s\n", "", "", "", "true", "model", "error", "true", "model", "error")
+	var errs, still [2][2][]float64 // [scaled, blend][concurrency, rate]
+	for _, r := range rows {
+		if r.note != "" {
+			fmt.Fprintf(&b, "%-22s %-12s %-22s %s\n", r.preset, r.workload, r.mix, r.note)
+			continue
+		}
+		fmt.Fprintf(&b, "%-22s %-12s %-22s %9.1f %10.1f %+6.0f%% %11.3g %12.3g %+6.0f%%\n",
+			r.preset, r.workload, r.mix, r.trueC, r.modelC, 100*r.errC, r.trueR, r.modelR, 100*r.errR)
+		kind := 0
+		if strings.HasPrefix(r.mix, "+") {
+			kind = 1
+		}
+		errs[kind][0] = append(errs[kind][0], math.Abs(r.errC))
+		errs[kind][1] = append(errs[kind][1], math.Abs(r.errR))
+		still[kind][0] = append(still[kind][0], math.Abs(r.stillC))
+		still[kind][1] = append(still[kind][1], math.Abs(r.stillR))
+	}
+	for kind, name := range []string{"scaled mixes", "blends"} {
+		for q, what := range []string{"knee in flight", "knee rate"} {
+			m, p, x := summary(errs[kind][q])
+			sm, sp, sx := summary(still[kind][q])
+			fmt.Fprintf(&b, "%-12s %-14s n=%d: median |error| %.0f%%, p90 %.0f%%, max %.0f%% (the profile's knee, not moved: %.0f%%, %.0f%%, %.0f%%)\n",
+				name, what, len(errs[kind][q]), 100*m, 100*p, 100*x, 100*sm, 100*sp, 100*sx)
+		}
+	}
+	t.Log(b.String())
+
+	// Bounds measured when the model was chosen (see knee.MixModel), with
+	// room for the presets' calibration to move.
+	for kind, name := range []string{"scaled mixes", "blends"} {
+		if n := len(errs[kind][0]); n < 10*(2-kind) {
+			t.Errorf("%s: only %d compared", name, n)
+		}
+		for q, bound := range mixErrorBounds[kind] {
+			if m, p, _ := summary(errs[kind][q]); m > bound[0] || p > bound[1] {
+				t.Errorf("%s, %s: median |error| %.2f (bound %.2f), p90 %.2f (bound %.2f)",
+					name, []string{"knee in flight", "knee rate"}[q], m, bound[0], p, bound[1])
+			}
+		}
+	}
+}
+
+// mixValidationNeeds is the time TestMixModelPredictsKneesAtMixesItWasNotFittedTo
+// asks of the test binary's deadline.
+const mixValidationNeeds = 15 * time.Minute
+
+// Error bounds of the mix model at held-out mixes, relative, as {median,
+// p90} of |model ÷ true − 1|, indexed [scaled mixes, blends][knee in
+// flight, knee rate]: the figures TestMixModelPredictsKneesAtMixesItWasNotFittedTo
+// printed when the model was chosen, with room for the presets'
+// calibration to move them.
+var mixErrorBounds = [2][2][2]float64{
+	{{0.3, 1.0}, {0.2, 0.45}},
+	{{0.45, 1.2}, {0.25, 0.6}},
+}
+
+// summary is the median, 90th percentile and max of xs.
+func summary(xs []float64) (median, p90, maxv float64) {
+	if len(xs) == 0 {
+		return math.NaN(), math.NaN(), math.NaN()
+	}
+	s := slices.Sorted(slices.Values(xs))
+	return s[len(s)/2], s[min(len(s)-1, int(math.Ceil(0.9*float64(len(s))))-1)], s[len(s)-1]
+}
+
+// validateMixModel is one preset and workload's rows.
+func validateMixModel(t *testing.T, presetName, wl string) []mixRow {
+	p, err := LoadPreset(presetName)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	base, err := workload.Resolve(wl, 1)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	slo := validationSLO(t, p, base)
+	// Trials shorter than the defaults (5m + 20m) keep the test within
+	// minutes; the model and the truth are measured alike.
+	cfg := KneeConfig{Engine: Config{Preset: p}, Workload: base, SLO: slo, MaxConcurrency: p.MaxNumSeqs, Seed: 1,
+		Clock: fixedClock, Arrivals: knee.ArrivalsPoisson, MixScales: knee.DefaultMixScales,
+		OpenLoop: OpenLoopConfig{Warmup: time.Minute, Steady: 5 * time.Minute}}
+	row := func(mix, note string) mixRow { return mixRow{preset: presetName, workload: wl, mix: mix, note: note} }
+	prof, err := FindKnee(context.Background(), cfg)
+	switch {
+	case errors.Is(err, ErrMixModel):
+		return []mixRow{row("(model)", "no mix model: "+err.Error())}
+	case err != nil:
+		return []mixRow{row("(profile)", "no knee: "+err.Error())}
+	}
+	var rows []mixRow
+	for _, h := range heldOutMixes {
+		gen, err := h.gen(base, p, wl)
+		if err != nil {
+			rows = append(rows, row(h.name, "cannot build: "+err.Error()))
+			continue
+		}
+		sub := cfg
+		sub.Workload, sub.MixScales = gen, nil
+		q, err := FindKnee(context.Background(), sub)
+		if err != nil {
+			rows = append(rows, row(h.name, "no true knee (SLO unreachable at this mix)"))
+			continue
+		}
+		obs := knee.NewObservation()
+		obs.InFlight = q.Knee.Concurrency
+		obs.MeanPromptTokens, obs.MeanOutputTokens = q.Workload.MeanPromptTokens, q.Workload.MeanOutputTokens
+		res := knee.Evaluate(obs, &prof, knee.Options{})
+		name := h.name
+		if info := gen.Info(); info.TraceRecords > 0 {
+			name = "+" + strings.TrimPrefix(info.Source, wl+"+") // e.g. "+20%summarize"
+		}
+		r := row(name, "")
+		r.trueC, r.modelC = q.Knee.Concurrency, res.Knee.Concurrency
+		r.trueR, r.modelR = q.Knee.RequestsPerSecond, res.Knee.RequestsPerSecond
+		r.errC, r.errR = r.modelC/r.trueC-1, r.modelR/r.trueR-1
+		r.stillC, r.stillR = prof.Knee.Concurrency/r.trueC-1, prof.Knee.RequestsPerSecond/r.trueR-1
+		rows = append(rows, r)
+	}
+	return rows
+}
