@@ -47,7 +47,7 @@ var targetUpReplica = regexp.MustCompile(`kneewatch_target_up\{namespace="[^"]*"
 
 // serveShard runs kneewatch serve as one shard until the test ends and
 // returns its /metrics once every owned target has been scraped (the
-// target count stops changing) and the shard gauges are exported.
+// set of exported targets stops changing) and it has evaluated twice.
 func serveShard(t *testing.T, config string, shard, total int) string {
 	t.Helper()
 	addr := freeAddr(t)
@@ -69,20 +69,46 @@ func serveShard(t *testing.T, config string, shard, total int) string {
 			t.Errorf("shard %d: serve did not stop within 10 s", shard)
 		}
 	})
+	// Each target has its own scrape loop, so a round can be evaluated
+	// before every target's first scrape has landed (on a busy machine,
+	// by seconds): wait until the evaluations have started and the set of
+	// targets the shard exports has not changed for a second, five
+	// evaluation intervals.
 	deadline := time.Now().Add(15 * time.Second)
+	var last string
+	var stableSince time.Time
 	for time.Now().Before(deadline) {
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode == 200 && strings.Contains(string(b), "kneewatch_evaluations_total 2") {
-				return string(b)
+			body := string(b)
+			if resp.StatusCode == 200 && evaluationsAtLeast(body, 2) {
+				targets := fmt.Sprint(targetUpReplica.FindAllStringSubmatch(body, -1))
+				if targets != last || stableSince.IsZero() {
+					last, stableSince = targets, time.Now()
+				} else if time.Since(stableSince) >= time.Second {
+					return body
+				}
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("shard %d of %d: no second evaluation within 15 s", shard, total)
+	t.Fatalf("shard %d of %d: its watched targets did not settle within 15 s of starting", shard, total)
 	return ""
+}
+
+var evaluationsTotal = regexp.MustCompile(`(?m)^kneewatch_evaluations_total (\d+)$`)
+
+// evaluationsAtLeast reports whether a /metrics body counts at least n evaluations.
+func evaluationsAtLeast(body string, n int) bool {
+	m := evaluationsTotal.FindStringSubmatch(body)
+	if m == nil {
+		return false
+	}
+	var got int
+	fmt.Sscan(m[1], &got)
+	return got >= n
 }
 
 func TestTwoShardsSplitStaticTargetsWithNoOverlapAndNoGap(t *testing.T) {
