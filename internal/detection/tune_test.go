@@ -13,41 +13,33 @@ import (
 )
 
 // tuneVariants are the page settings compared on the tune half when the
-// defaults were chosen (rules.DefaultOptions): the shipped page is the
-// headroom page with a 5m horizon confirmed by the last minute's trend,
-// plus KneewatchPastKnee at headroom < 0 for 15s.
+// defaults are chosen (rules.DefaultOptions); each is scored beside the
+// shipped page, on kneewatch's headroom and on the true headroom (the
+// oracle). The candidates here are the ones compared for the sustained
+// headroom's longest windows and the level arm's hold.
 func tuneVariants() []PageVariant {
 	with := func(set func(*rules.HeadroomExhaustedOptions)) rules.HeadroomExhaustedOptions {
 		o := rules.DefaultOptions().HeadroomExhausted
 		set(&o)
 		return o
 	}
-	pk := &rules.PastKneeOptions{Below: 0, For: 15 * time.Second}
-	sustain := func(o *rules.HeadroomExhaustedOptions) { o.SustainRequests = 100 }
-	levelOnly := func(hold time.Duration) func(*rules.HeadroomExhaustedOptions) {
-		return func(o *rules.HeadroomExhaustedOptions) {
-			o.Below, o.BelowHold, o.PredictHorizon, o.For = 0, hold, 0, 0
-		}
-	}
-	oldTrend := func(hold time.Duration) func(*rules.HeadroomExhaustedOptions) {
-		return func(o *rules.HeadroomExhaustedOptions) {
-			levelOnly(30 * time.Second)(o)
-			sustain(o)
-			o.PredictBelow, o.PredictLookback, o.PredictHorizon, o.PredictHold = 0.6, 5*time.Minute, 15*time.Minute, hold
-		}
+	def := rules.DefaultOptions()
+	pk := &def.PastKnee
+	longer := func(o *rules.HeadroomExhaustedOptions) {
+		o.SustainWindows = []time.Duration{0, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 20 * time.Minute, 30 * time.Minute}
 	}
 	return []PageVariant{
-		{Name: "E B+trend 2m/5m held 4m", Options: with(func(o *rules.HeadroomExhaustedOptions) {
-			levelOnly(30 * time.Second)(o)
-			sustain(o)
-			o.PredictBelow, o.PredictLookback, o.PredictHorizon, o.PredictHold = 0.5, 2*time.Minute, 5*time.Minute, 4*time.Minute
+		{Name: "W windows to 30m", Options: with(longer), PastKnee: pk},
+		{Name: "W+H windows to 30m, hold 1m", Options: with(func(o *rules.HeadroomExhaustedOptions) {
+			longer(o)
+			o.BelowHold = time.Minute
 		}), PastKnee: pk},
-		{Name: "H B+trend 5m/15m held 6m", Options: with(oldTrend(6 * time.Minute)), PastKnee: pk},
-		{Name: "I B+trend 5m/15m held 7m", Options: with(oldTrend(7 * time.Minute)), PastKnee: pk},
-		{Name: "J B+trend 3m/10m held 5m", Options: with(func(o *rules.HeadroomExhaustedOptions) {
-			levelOnly(30 * time.Second)(o)
-			sustain(o)
-			o.PredictBelow, o.PredictLookback, o.PredictHorizon, o.PredictHold = 0.6, 3*time.Minute, 10*time.Minute, 5*time.Minute
+		{Name: "R200 200 requests, windows to 30m", Options: with(func(o *rules.HeadroomExhaustedOptions) {
+			longer(o)
+			o.SustainRequests = 200
+		}), PastKnee: pk},
+		{Name: "H hold 1m", Options: with(func(o *rules.HeadroomExhaustedOptions) {
+			o.BelowHold = time.Minute
 		}), PastKnee: pk},
 	}
 }
