@@ -93,9 +93,9 @@ var (
 	MetricReplicaGoodRequests = MetricDesc{"kneewatch_replica_slo_good_requests_total", Counter,
 		"Requests within the SLO threshold, per SLO (ttft, tpot), accumulated by kneewatch (counted up to the bucket edge at or above the threshold when it is not an edge).", withLabels("slo")}
 	MetricReplicaTTFT = MetricDesc{"kneewatch_replica_ttft_seconds", Summary,
-		"Time to first token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window (interpolated inside a bucket as histogram_quantile does, so only as precise as the bucket); count and sum accumulate since kneewatch started.", replicaLabels}
+		"Time to first token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window (interpolated inside a bucket as histogram_quantile does, so only as precise as the bucket; a quantile is left out while the window holds fewer than 1/(1-q) requests, 100 for the 0.99); count and sum accumulate since kneewatch started.", replicaLabels}
 	MetricReplicaTPOT = MetricDesc{"kneewatch_replica_tpot_seconds", Summary,
-		"Time per output token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window (interpolated inside a bucket as histogram_quantile does, so only as precise as the bucket); count and sum accumulate since kneewatch started.", replicaLabels}
+		"Time per output token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window (interpolated inside a bucket as histogram_quantile does, so only as precise as the bucket; a quantile is left out while the window holds fewer than 1/(1-q) requests, 100 for the 0.99); count and sum accumulate since kneewatch started.", replicaLabels}
 	MetricReplicaKV = MetricDesc{"kneewatch_replica_kv_cache_usage_ratio", Gauge,
 		"Mean KV-cache usage over the window, 0 to 1.", replicaLabels}
 	MetricReplicaPreemptions = MetricDesc{"kneewatch_replica_preemptions_per_second", Gauge,

@@ -95,7 +95,8 @@ func littleInFlight(o *knee.Observation, w *Window, at time.Time) {
 
 // histogramView is a histogram signal's windowed p50, p90 and p99, and the
 // share within threshold when one is given (else unknown), from one
-// computation of its bucket rates.
+// computation of its bucket rates. A quantile is unknown while the window
+// holds too few observations to have one (see observationsNeededFor).
 func histogramView(w *Window, sig Signal, at time.Time, threshold *float64) (knee.LatencyQuantiles, float64) {
 	unknown := knee.LatencyQuantiles{P50: knee.Unknown(), P90: knee.Unknown(), P99: knee.Unknown()}
 	rates, err := w.bucketRates(sig, at)
@@ -106,7 +107,11 @@ func histogramView(w *Window, sig Signal, at time.Time, threshold *float64) (kne
 	if threshold != nil {
 		share = attainmentOf(sig, *threshold, rates)
 	}
+	observed := observationsIn(w, rates)
 	q := func(phi float64) float64 {
+		if observed < observationsNeededFor(phi) {
+			return knee.Unknown()
+		}
 		v, err := quantileOfRates(sig, phi, rates)
 		if err != nil || math.IsNaN(v.Value) {
 			return knee.Unknown()
@@ -114,6 +119,28 @@ func histogramView(w *Window, sig Signal, at time.Time, threshold *float64) (kne
 		return v.Value
 	}
 	return knee.LatencyQuantiles{P50: q(0.5), P90: q(0.9), P99: q(0.99)}, share
+}
+
+// observationsNeededFor is how many observations a window must hold for
+// its phi-quantile to be a number: at least one above it, 1 ÷ (1 − phi).
+// A p99 over 40 requests is their slowest, not a p99: at a low request
+// rate it swung with each long request and, read against the SLO, paged
+// (KneewatchPastKnee) a replica at 0.84× its knee whose SLO held. 100 is
+// also what the sweep and the bench's ground truth judge a p99 over
+// (knee.MinWindowRequests).
+func observationsNeededFor(phi float64) float64 {
+	return math.Round(1 / (1 - phi))
+}
+
+// observationsIn is how many observations the window's bucket rates
+// stand for: the +Inf bucket's rate over the window's width, as
+// increase() would count them (NaN without a +Inf bucket).
+func observationsIn(w *Window, rates []Bucket) float64 {
+	last := rates[len(rates)-1]
+	if !math.IsInf(last.UpperBound, +1) {
+		return math.NaN()
+	}
+	return last.Count * w.width.Seconds()
 }
 
 // tpotSignal picks the per-request TPOT histogram when the engine has one

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/kneewatch/kneewatch/knee"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -246,5 +248,44 @@ func TestHistogramMeanAndCounterRatio(t *testing.T) {
 	avg, err := w.CounterRatio(SignalE2ESecondsTotal, SignalRequestsSucceeded, sec(40))
 	if err != nil || math.Abs(avg-3) > 1e-12 {
 		t.Errorf("seconds per request = %v, %v; want 60/20", avg, err)
+	}
+}
+
+func TestObserveGivesAQuantileOnlyOverEnoughObservations(t *testing.T) {
+	bounds := []float64{0.1, 0.5, 1}
+	// n observations between two scrapes in a 30 s window, the first at
+	// zero (so the window's increase is exactly n, as PromQL would count
+	// it): half ≤ 0.1, the rest in (0.1, 0.5] but one slow one above 1.
+	observe := func(n float64) knee.Observation {
+		w := mustWindow(t, 30*time.Second, 10,
+			snap(10, nil, nil, map[Signal]Histogram{SignalTTFT: hist(bounds, 0, 0, 0, 0)}),
+			snap(25, nil, nil, map[Signal]Histogram{SignalTTFT: hist(bounds, n/2, n-1, n-1, n)}),
+		)
+		return Observe(w, sec(25), nil)
+	}
+	tests := []struct {
+		name          string
+		n             float64
+		p50, p90, p99 bool // known
+	}{
+		{"one observation has no quantile", 1, false, false, false},
+		{"2 observations have a median", 2, true, false, false},
+		{"40 observations have a p90 but no p99: their slowest is not a p99", 40, true, true, false},
+		{"99 observations are still one short of a p99", 99, true, true, false},
+		{"100 observations have a p99", 100, true, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := observe(tt.n).TTFT
+			for _, c := range []struct {
+				name  string
+				v     float64
+				known bool
+			}{{"p50", q.P50, tt.p50}, {"p90", q.P90, tt.p90}, {"p99", q.P99, tt.p99}} {
+				if knee.Known(c.v) != c.known {
+					t.Errorf("%s = %v, want known = %v", c.name, c.v, c.known)
+				}
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/rules"
 )
 
 // TestTraceScenarios prints, tick by tick, the truth beside kneewatch's
@@ -59,7 +60,10 @@ func TestTraceScenarios(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("KNEEWATCH_TRACE_EVERY")); err == nil && n > 0 {
 		every = n
 	}
-	rep, err := Run(context.Background(), Options{Scenarios: scs,
+	// The headroom page alone beside the shipped page (which adds
+	// KneewatchPastKnee), to tell which of the two alerts paged.
+	alone := PageVariant{Name: "headroom alone", Options: rules.DefaultOptions().HeadroomExhausted}
+	rep, err := Run(context.Background(), Options{Scenarios: scs, PageVariants: []PageVariant{alone},
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
@@ -71,13 +75,13 @@ func TestTraceScenarios(t *testing.T) {
 		for _, b := range res.Breaches {
 			fmt.Printf("breach %s–%s\n", clock(b.Start), clock(b.End))
 		}
-		for _, key := range []string{DetectorKneewatchPage, DetectorOracle, DetectorRawBurn} {
+		for _, key := range []string{DetectorKneewatchPage, variantDetector(alone).Key, DetectorOracle, oracleVariantDetector(alone).Key, DetectorRawBurn} {
 			if s := res.score(key); s != nil {
 				var pages []string
 				for _, p := range s.Pages {
 					pages = append(pages, clock(p))
 				}
-				fmt.Printf("%-16s pages at %s\n", key, strings.Join(pages, " "))
+				fmt.Printf("%-40s pages at %s\n", key, strings.Join(pages, " "))
 			}
 		}
 		fmt.Println("   t    load  tknee  truth   kw    load   thru    kv    eff  dim           kneeC  ttft/slo tpot/slo  breached")
