@@ -168,7 +168,8 @@ func (ir *helmIR) generate(o Options) (*yaml.Node, error) {
 }
 
 // walk calls f on every string of the rule groups that a parameter may
-// print in, with its context, and comment on every group.
+// print in, with the place it sits in, and comment on every group (whose
+// comment is text).
 func (ir *helmIR) walk(doc *yaml.Node, f func(*yaml.Node, place), comment func(*yaml.Node)) {
 	for _, g := range doc.Content[1].Content {
 		comment(g)
@@ -205,7 +206,7 @@ func mapValue(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-// tokenize replaces each sentinel form (of set 0) that s holds in context c
+// tokenize replaces each sentinel form (of set 0) that s holds in place c
 // with its slot's token. A form matches only where it is a whole number or
 // duration: not preceded by a digit (or a point, for numbers), not followed
 // by a digit (or a letter, for durations).
@@ -216,16 +217,15 @@ func (ir *helmIR) tokenize(s string, c place) string {
 	}
 	var fs []form
 	for pi, p := range ir.params {
-		v := p.value(ir.base)
-		if p.get == nil && p.of == "" || (p.refuse != nil && !p.refuse.zero) {
-			continue // a parameter whose base value is 0 prints nothing of its own
+		if p.refuse != nil && !p.refuse.zero {
+			continue // 0 in the base (the trend window), where it prints nothing
 		}
-		all := p.forms(v)
+		all := p.forms(p.value(ir.base))
 		for _, name := range formsIn(p.kind, c) {
 			fs = append(fs, form{all[name], slot{pi, name}})
 		}
 	}
-	slices.SortFunc(fs, func(a, b form) int { return len(b.text) - len(a.text) })
+	slices.SortStableFunc(fs, func(a, b form) int { return len(b.text) - len(a.text) })
 	var out strings.Builder
 	for i := 0; i < len(s); {
 		matched := false

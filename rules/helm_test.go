@@ -3,9 +3,13 @@ package rules
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kneewatch/kneewatch/config"
 )
 
 // drawHelmOptions draws options the chart's template follows: every
@@ -174,5 +178,42 @@ func TestHelmTemplateSlots(t *testing.T) {
 	}
 	if !strings.Contains(text, "{{`{{ $labels.replica }}`}}") {
 		t.Errorf("the annotations' Prometheus templates are not kept as text")
+	}
+}
+
+// TestHelmParamsCoverTheAlertsSection checks every key of the config's
+// alerts section is a parameter of the chart's template or one the chart's
+// own template applies, so a new key cannot be silently ignored by the
+// chart, and that every parameter names a real key.
+func TestHelmParamsCoverTheAlertsSection(t *testing.T) {
+	appliedByTheChart := []string{"labels", "disabled", "runbook_base_url", "dashboard_base_url"}
+	var keys func(prefix string, typ reflect.Type) []string
+	keys = func(prefix string, typ reflect.Type) []string {
+		var out []string
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if f.Type.Kind() == reflect.Struct {
+				out = append(out, keys(prefix+name+".", f.Type)...)
+				continue
+			}
+			out = append(out, prefix+name)
+		}
+		return out
+	}
+	alerts := keys("", reflect.TypeOf(config.Alerts{}))
+	var paths []string
+	for _, p := range helmParams() {
+		if key, ok := strings.CutPrefix(p.path, "config.alerts."); ok {
+			paths = append(paths, key)
+			if !slices.Contains(alerts, key) {
+				t.Errorf("parameter %s names no key of the alerts section", p.path)
+			}
+		}
+	}
+	for _, key := range alerts {
+		if !slices.Contains(paths, key) && !slices.Contains(appliedByTheChart, key) {
+			t.Errorf("alerts.%s is neither a parameter of the chart's rule template (helmParams) nor applied by the chart", key)
+		}
 	}
 }

@@ -17,6 +17,7 @@ func TestParseFormat(t *testing.T) {
 	}{
 		{"rules is the plain rule file", "rules", FormatRules, ""},
 		{"prometheusrule is the operator object", "prometheusrule", FormatPrometheusRule, ""},
+		{"helm is the chart's rule template", "helm", FormatHelm, ""},
 		{"anything else is an error listing the formats", "PrometheusRule", "", `unknown format "PrometheusRule" (want rules, prometheusrule or helm)`},
 	}
 	for _, tc := range tests {
