@@ -2,6 +2,7 @@ package rules
 
 import (
 	"maps"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,8 +72,34 @@ func (g *generator) dashboardURL(s alertSpec) string {
 	}
 }
 
-// pct formats a ratio as a percentage for annotation text ("20%").
-func pct(v float64) string { return strconv.FormatFloat(v*100, 'g', 4, 64) + "%" }
+// pct formats a ratio as a percentage for annotation text ("20%"), to four
+// significant digits. The ratio is multiplied by 100 as the decimal it is
+// written as, not in binary floating point (0.07 is 7%, not
+// 7.000000000000001%), which is also what the chart's template computes
+// (sprig's mulf): both print the same percentage at every value.
+func pct(v float64) string {
+	return strconv.FormatFloat(decimalOp(v, 100, (*big.Rat).Mul), 'g', 4, 64) + "%"
+}
+
+// complement is 1 − v, computed on the decimal v is written as (1 − 0.99 is
+// 0.01), as the chart's template computes it (sprig's subf).
+func complement(v float64) float64 { return decimalOp(1, v, (*big.Rat).Sub) }
+
+// decimalOp applies op to a and b as the shortest decimals that print as
+// them, and returns the float64 nearest to the exact result. sprig's float
+// functions (mulf, subf) do the same with shopspring/decimal.
+func decimalOp(a, b float64, op func(z, x, y *big.Rat) *big.Rat) float64 {
+	f, _ := op(new(big.Rat), shortestDecimal(a), shortestDecimal(b)).Float64()
+	return f
+}
+
+func shortestDecimal(v float64) *big.Rat {
+	r, ok := new(big.Rat).SetString(strconv.FormatFloat(v, 'g', -1, 64))
+	if !ok { // NaN or ±Inf, which validation keeps out
+		return new(big.Rat)
+	}
+	return r
+}
 
 // numText formats a number for annotation text without float noise.
 func numText(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

@@ -22,7 +22,7 @@ func (g *generator) burn(name string, page, perModel bool, windows []BurnWindow,
 	if perModel {
 		record, who, summaryWho = modelErrorRatioRecord, modelText, "Model {{ $labels.model }}"
 	}
-	budget := round12(1 - g.o.SLO.Objective)
+	budget := complement(g.o.SLO.Objective)
 	var branches []parser.Expr
 	var text []string
 	for _, w := range windows {

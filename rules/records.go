@@ -130,7 +130,7 @@ func (g *generator) sloGroup() Group {
 // than idle ones) without reading 30 days of raw counters.
 func (g *generator) budgetGroup() Group {
 	o := g.o.SLO
-	budget := round12(1 - o.Objective)
+	budget := complement(o.Objective)
 	sumOver := func(name string) parser.Expr {
 		return pql.Call("sum_over_time", pql.Matrix(g.recorded(name), o.BudgetWindow))
 	}
@@ -218,7 +218,7 @@ func (g *generator) fleetGroup() Group {
 		// As kneewatch_fleet_replicas_needed, but over every kneewatch
 		// instance: a sharded instance only sees its own replicas.
 		g.record(recModelNeeded, pql.Div(pql.SumBy(g.modelBy(), pql.Sub(pql.Num(1), g.perReplica(catalog.MetricReplicaHeadroom))),
-			pql.Num(round12(1-g.o.Fleet.TargetHeadroom)))),
+			pql.Num(complement(g.o.Fleet.TargetHeadroom)))),
 		g.record(recModelOutputTPS, pql.SumBy(g.modelBy(), g.perReplica(catalog.MetricReplicaOutputTPS))),
 		g.record(recModelGoodput, pql.SumBy(g.modelBy(), g.perReplica(catalog.MetricReplicaGoodput))),
 	}
@@ -247,10 +247,16 @@ func (g *generator) probeSuccessRatio(w time.Duration) parser.Expr {
 }
 
 func (g *generator) probeGroup() Group {
-	ws := []time.Duration{g.o.Probes.FailingWindow, g.o.Probes.SuccessWindow}
-	slices.Sort(ws)
+	// The page's window first, then the warning's: the order does not
+	// move with their lengths, so the chart's template (kneewatch rules
+	// --format helm) lays the group out the same for any all_failing_for.
+	// One window when both are the same.
+	ws := []time.Duration{g.o.Probes.FailingWindow}
+	if g.o.Probes.SuccessWindow != g.o.Probes.FailingWindow {
+		ws = append(ws, g.o.Probes.SuccessWindow)
+	}
 	var rs []rulefmt.Rule
-	for _, w := range slices.Compact(ws) {
+	for _, w := range ws {
 		rs = append(rs, g.record(probeSuccessRecord(w), g.probeSuccessRatio(w)))
 	}
 	return g.group("kneewatch-probes",

@@ -17,7 +17,8 @@ func TestParseFormat(t *testing.T) {
 	}{
 		{"rules is the plain rule file", "rules", FormatRules, ""},
 		{"prometheusrule is the operator object", "prometheusrule", FormatPrometheusRule, ""},
-		{"anything else is an error listing the formats", "PrometheusRule", "", `unknown format "PrometheusRule" (want rules or prometheusrule)`},
+		{"helm is the chart's rule template", "helm", FormatHelm, ""},
+		{"anything else is an error listing the formats", "PrometheusRule", "", `unknown format "PrometheusRule" (want rules, prometheusrule or helm)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

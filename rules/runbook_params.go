@@ -14,7 +14,7 @@ import (
 // the list next to the code that builds the rule.
 func RunbookParameters(o Options) map[string][]string {
 	burn := func(windows []BurnWindow, forDur time.Duration) []string {
-		budget := round12(1 - o.SLO.Objective)
+		budget := complement(o.SLO.Objective)
 		ps := []string{dur(forDur), pct(o.SLO.Objective)}
 		for _, w := range windows {
 			ps = append(ps, numText(w.Factor)+"×", dur(w.Long), dur(w.Short), pct(round12(w.Factor*budget)))

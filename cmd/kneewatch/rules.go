@@ -23,7 +23,7 @@ func runRules(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("rules", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configFile := fs.String("config.file", "", "kneewatch config file whose alerts section sets the thresholds, SLO objective, URLs and labels")
-	format := fs.String("format", string(rules.FormatRules), "output format: rules (a Prometheus rule file) or prometheusrule (a monitoring.coreos.com/v1 PrometheusRule)")
+	format := fs.String("format", string(rules.FormatRules), "output format: rules (a Prometheus rule file), prometheusrule (a monitoring.coreos.com/v1 PrometheusRule) or helm (the Helm chart's rule template, which reads the alerts section from the chart's values)")
 	out := fs.String("out", "", "file to write the rules to; empty: standard output")
 	window := config.DefaultSettings().Window
 	fs.TextVar(&window, "evaluation.window", window, "kneewatch serve's --evaluation.window: the span the ruler group averages the raw engine series over, so it computes the same mean")
@@ -49,6 +49,11 @@ func runRules(_ context.Context, args []string, stdout, stderr io.Writer) error 
 
 	opts := rules.DefaultOptions()
 	opts.Ruler.Window = window.D()
+	if f == rules.FormatHelm && (*configFile != "" || window != config.DefaultSettings().Window) {
+		// The template's values come from the chart; its defaults are
+		// kneewatch's, as a config without an alerts section has them.
+		return fmt.Errorf("%w: --format helm takes neither --config.file nor --evaluation.window: the chart's values set them", errUsage)
+	}
 	if *configFile != "" {
 		if _, err := os.Stat(*configFile); err != nil {
 			return fmt.Errorf("--config.file: %w", err)

@@ -32,7 +32,14 @@ func TestRulesCommand(t *testing.T) {
 		{"--format prometheusrule prints the operator object", []string{"--format", "prometheusrule"},
 			func(s string) bool { return strings.Contains(s, "kind: PrometheusRule\n") }, ""},
 		{"an unknown format is a usage error naming the flag", []string{"--format", "json"},
-			nil, `usage: --format: unknown format "json" (want rules or prometheusrule)`},
+			nil, `usage: --format: unknown format "json" (want rules, prometheusrule or helm)`},
+		{"--format helm prints the chart's rule template", []string{"--format", "helm"},
+			func(s string) bool {
+				return strings.Contains(s, `{{- define "kneewatch.rules.spec" -}}`) &&
+					strings.Contains(s, "expr: kneewatch_replica_headroom_ratio < {{ $p.headroom_low_below.num }}\n")
+			}, ""},
+		{"--format helm with a config file is a usage error: the chart's values set the alerts", []string{"--format", "helm", "--config.file", "x.yml"},
+			nil, "usage: --format helm takes neither --config.file nor --evaluation.window: the chart's values set them"},
 		{"a config file that does not exist is an error naming the flag", []string{"--config.file", "/nonexistent/kneewatch.yml"},
 			nil, "--config.file: stat /nonexistent/kneewatch.yml: no such file or directory"},
 		{"a stray argument is a usage error", []string{"extra"},

@@ -127,7 +127,7 @@ func TestHelmInstallWithoutThenWithCRDs(t *testing.T) {
 		}
 	})
 
-	// alerts reads the PrometheusRule from the API server: alert name → labels.
+	// alerts reads the PrometheusRule from the API server: alert name → rule.
 	alerts := func(t *testing.T) map[string]map[string]any {
 		t.Helper()
 		o, err := c.dynamic.Resource(prometheusRules).Namespace(ns).Get(ctx, release, metav1.GetOptions{})
@@ -141,8 +141,7 @@ func TestHelmInstallWithoutThenWithCRDs(t *testing.T) {
 			for _, r := range rules {
 				r := r.(map[string]any)
 				if name, ok := r["alert"].(string); ok {
-					labels, _ := r["labels"].(map[string]any)
-					got[name] = labels
+					got[name] = r
 				}
 			}
 		}
@@ -152,7 +151,8 @@ func TestHelmInstallWithoutThenWithCRDs(t *testing.T) {
 	t.Run("helm upgrade with config.alerts changes the PrometheusRule in the API server", func(t *testing.T) {
 		before := alerts(t)
 		helmRun(t, "upgrade", release, chartDir(), "--namespace", ns, "--reuse-values",
-			"--set", "config.alerts.labels.team=ml-platform", "--set", "config.alerts.disabled={KneewatchProbeSuccessLow}")
+			"--set", "config.alerts.labels.team=ml-platform", "--set", "config.alerts.disabled={KneewatchProbeSuccessLow}",
+			"--set-json", `config.alerts.headroom_low={"below":0.3,"for":"5m"}`)
 		after := alerts(t)
 		t.Logf("alerts before: %d, after: %d", len(before), len(after))
 		if _, ok := before["KneewatchProbeSuccessLow"]; !ok {
@@ -161,10 +161,16 @@ func TestHelmInstallWithoutThenWithCRDs(t *testing.T) {
 		if _, ok := after["KneewatchProbeSuccessLow"]; ok || len(after) != len(before)-1 {
 			t.Errorf("after disabling KneewatchProbeSuccessLow: %d alerts (before %d), it still there: %v", len(after), len(before), ok)
 		}
-		for name, labels := range after {
-			if labels["team"] != "ml-platform" {
+		for name, rule := range after {
+			if labels, _ := rule["labels"].(map[string]any); labels["team"] != "ml-platform" {
 				t.Errorf("%s labels %v lack team=ml-platform", name, labels)
 			}
+		}
+		low := after["KneewatchHeadroomLow"]
+		t.Logf("KneewatchHeadroomLow before: %v for %v; after: %v for %v",
+			before["KneewatchHeadroomLow"]["expr"], before["KneewatchHeadroomLow"]["for"], low["expr"], low["for"])
+		if low["expr"] != "kneewatch_replica_headroom_ratio < 0.3" || low["for"] != "5m" {
+			t.Errorf("KneewatchHeadroomLow after headroom_low {below: 0.3, for: 5m}: expr %v, for %v", low["expr"], low["for"])
 		}
 	})
 }

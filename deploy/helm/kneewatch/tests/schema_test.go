@@ -34,6 +34,12 @@ func TestValuesSchemaRejectsBadValues(t *testing.T) {
 		{"a basic auth secret selector without its key", "serviceMonitor.basicAuth.username.name=s", "/serviceMonitor/basicAuth/username"},
 		{"a PDB minAvailable that is not a count or percentage", "podDisruptionBudget.minAvailable=half", "/podDisruptionBudget/minAvailable"},
 		{"a release label that is not a label value", "releaseLabel=kube prometheus", "/releaseLabel"},
+		{"an alert threshold given as a string (--set makes 0.3 one)", "config.alerts.headroom_low.below=0.3", "/config/alerts/headroom_low/below"},
+		{"a negative alert duration", "config.alerts.headroom_low.for=-5m", "/config/alerts/headroom_low/for"},
+		{"an alert duration with a unit twice", "config.alerts.kv_pressure.for=5m5m", "/config/alerts/kv_pressure/for"},
+		{"a misspelled alert key", "config.alerts.headroom_low.bellow=1", "bellow"},
+		{"a misspelled alert section", "config.alerts.headroom_lo.below=1", "headroom_lo"},
+		{"a request count that is not whole", "config.alerts.headroom_exhausted.sustain_requests=2.5", "/config/alerts/headroom_exhausted/sustain_requests"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" is rejected", func(t *testing.T) {
