@@ -1,6 +1,10 @@
 package knee
 
-import "testing"
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
 
 func TestSampleQuantileInterpolatesBetweenOrderStatistics(t *testing.T) {
 	xs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
@@ -11,5 +15,28 @@ func TestSampleQuantileInterpolatesBetweenOrderStatistics(t *testing.T) {
 	}
 	if got := SampleQuantile(nil, 0.99); got != 0 {
 		t.Errorf("no values gave %v, want 0", got)
+	}
+}
+
+func TestQuantileOfSelectsWhatASortWouldGive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 2000 {
+		n := 1 + rng.IntN(300)
+		xs := make([]float64, n)
+		distinct := 1 + rng.IntN(n) // from all equal to all different
+		for i := range xs {
+			xs[i] = float64(rng.IntN(distinct)) * 0.001
+		}
+		for _, q := range []float64{0, 0.5, 0.9, 0.99, 1, rng.Float64()} {
+			sorted := slices.Sorted(slices.Values(xs))
+			want := SampleQuantile(sorted, q)
+			got := QuantileOf(slices.Clone(xs), q)
+			if got != want {
+				t.Fatalf("trial %d: q%v of %d values = %v, want %v (a sort's)", trial, q, n, got, want)
+			}
+		}
+	}
+	if got := QuantileOf(nil, 0.99); got != 0 {
+		t.Errorf("q0.99 of nothing = %v, want 0 as SampleQuantile", got)
 	}
 }

@@ -58,8 +58,7 @@ func (w *WindowedQuantile) At(at time.Time) float64 {
 	for _, e := range w.Events[lo:hi] {
 		w.buf = append(w.buf, e.Seconds)
 	}
-	slices.Sort(w.buf)
-	return SampleQuantile(w.buf, w.Q)
+	return QuantileOf(w.buf, w.Q)
 }
 
 func (w *WindowedQuantile) maxStretch() time.Duration {

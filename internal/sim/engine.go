@@ -46,6 +46,15 @@ type Engine struct {
 
 	// Cumulative counters since the engine started.
 	totals Totals
+
+	// scratch holds the buffers every Step reuses: the step's batch, and
+	// the backing of the StepResult lists it returns (valid until the next
+	// Step). A step per few milliseconds of simulated time, each growing
+	// its lists from nothing, was half of a virtual-time knee search.
+	scratch struct {
+		batch                                              []chunk
+		tokens, firstTokens, finished, admitted, preempted []*Request
+	}
 }
 
 // Totals are cumulative counters since the engine started, for metrics
@@ -60,7 +69,8 @@ type Totals struct {
 	Aborted          uint64
 }
 
-// StepResult is what one engine iteration did. Every event in it happens at
+// StepResult is what one engine iteration did. Its lists are the engine's
+// buffers, valid until its next Step. Every event in it happens at
 // End = Start + Duration, when the step's tokens are produced.
 type StepResult struct {
 	Start    time.Time

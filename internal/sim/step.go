@@ -37,7 +37,16 @@ func (e *Engine) Step(now time.Time) StepResult {
 		return res
 	}
 	budget := e.p.MaxNumBatchedTokens
-	batch := make([]chunk, 0, len(e.running)+4)
+	sc := &e.scratch
+	batch := sc.batch[:0]
+	res.Tokens, res.FirstTokens, res.Finished = sc.tokens[:0], sc.firstTokens[:0], sc.finished[:0]
+	res.Admitted, res.Preempted = sc.admitted[:0], sc.preempted[:0]
+	// The buffers keep what they grew to; pointers left in them past this
+	// step's lengths are overwritten by the next, and a request is small.
+	defer func() {
+		sc.batch, sc.tokens, sc.firstTokens, sc.finished = batch, res.Tokens, res.FirstTokens, res.Finished
+		sc.admitted, sc.preempted = res.Admitted, res.Preempted
+	}()
 
 	preempted := false
 scheduleRunning:
