@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,7 +27,7 @@ var (
 // would fail it); once the CRDs are installed, `helm upgrade` with one value,
 // releaseLabel, creates both, labelled for kube-prometheus-stack's selectors.
 // It starts its own etcd and kube-apiserver: the shared cluster has the CRDs
-// from the start.
+// from the start (TestHelmInstallOntoAClusterWithTheCRDs installs there).
 func TestHelmInstallWithoutThenWithCRDs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and kube-apiserver; not in -short")
@@ -173,4 +174,105 @@ func TestHelmInstallWithoutThenWithCRDs(t *testing.T) {
 			t.Errorf("KneewatchHeadroomLow after headroom_low {below: 0.3, for: 5m}: expr %v, for %v", low["expr"], low["for"])
 		}
 	})
+}
+
+// checkMonitoringObjects reads the ServiceMonitor and PrometheusRule named
+// name in ns from the API server and checks what kube-prometheus-stack's
+// Prometheus needs of them: the release label its default
+// serviceMonitorSelector and ruleSelector match, a ServiceMonitor that
+// selects the release's Service by its labels and names a port the Service
+// has, and a PrometheusRule holding the page.
+func checkMonitoringObjects(t *testing.T, c *cluster, ns, name, release string) {
+	t.Helper()
+	ctx := context.Background()
+	sm, err := c.dynamic.Resource(serviceMonitors).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the API server holds no ServiceMonitor %s/%s: %v", ns, name, err)
+	}
+	pr, err := c.dynamic.Resource(prometheusRules).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the API server holds no PrometheusRule %s/%s: %v", ns, name, err)
+	}
+	for _, o := range []*unstructured.Unstructured{sm, pr} {
+		t.Logf("API server holds %s %s/%s, release label %q", o.GetKind(), ns, o.GetName(), o.GetLabels()["release"])
+		if got := o.GetLabels()["release"]; got != release {
+			t.Errorf("%s %s/%s release label = %q, want %q", o.GetKind(), ns, o.GetName(), got, release)
+		}
+	}
+
+	svc, err := c.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the API server holds no Service %s/%s: %v", ns, name, err)
+	}
+	match, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	if len(match) == 0 {
+		t.Errorf("ServiceMonitor %s/%s selects no labels: %v", ns, name, sm.Object["spec"])
+	}
+	for k, v := range match {
+		if svc.Labels[k] != v {
+			t.Errorf("ServiceMonitor %s/%s selects %s=%s; Service %s has labels %v", ns, name, k, v, svc.Name, svc.Labels)
+		}
+	}
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	var svcPorts []string
+	for _, p := range svc.Spec.Ports {
+		svcPorts = append(svcPorts, p.Name)
+	}
+	for _, e := range endpoints {
+		if port, _ := e.(map[string]any)["port"].(string); !slices.Contains(svcPorts, port) {
+			t.Errorf("ServiceMonitor %s/%s scrapes port %q; Service %s has ports %v", ns, name, port, svc.Name, svcPorts)
+		}
+	}
+
+	var alerts []string
+	groups, _, _ := unstructured.NestedSlice(pr.Object, "spec", "groups")
+	for _, g := range groups {
+		rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+		for _, r := range rules {
+			if a, ok := r.(map[string]any)["alert"].(string); ok {
+				alerts = append(alerts, a)
+			}
+		}
+	}
+	t.Logf("PrometheusRule %s/%s: %d groups, %d alerts", ns, name, len(groups), len(alerts))
+	if !slices.Contains(alerts, "KneewatchHeadroomExhausted") {
+		t.Errorf("PrometheusRule %s/%s lacks KneewatchHeadroomExhausted: %v", ns, name, alerts)
+	}
+}
+
+// TestHelmInstallOntoAClusterWithTheCRDs is the zero-edit install where
+// kube-prometheus-stack already runs: a fresh `helm install` with default
+// values and one value, releaseLabel, onto an API server that serves the
+// prometheus-operator CRDs creates the ServiceMonitor and PrometheusRule,
+// labelled for kube-prometheus-stack's selectors, with no warning in the
+// notes. It uses the shared cluster, which has the CRDs from the start.
+func TestHelmInstallOntoAClusterWithTheCRDs(t *testing.T) {
+	c := sharedCluster(t)
+	// A release name other than "kneewatch", so its instance label is its
+	// own on the shared cluster: the objects are named release-kneewatch.
+	const release, ns, name = "kw-fresh", "kw-fresh", "kw-fresh-kneewatch"
+	c.createNamespaces(t, ns)
+	out := string(c.helm(t, "install", release, chartDir(), "--namespace", ns, "--set", "releaseLabel=kube-prometheus-stack"))
+	t.Logf("helm install %s --set releaseLabel=kube-prometheus-stack:\n%s", release, out)
+	if !strings.Contains(out, "STATUS: deployed") {
+		t.Errorf("helm install did not report the release deployed:\n%s", out)
+	}
+	if strings.Contains(out, "NOTE:") {
+		t.Errorf("the notes warn on a cluster with the CRDs and the release label:\n%s", out)
+	}
+	manifest := c.releaseManifest(t, release, ns)
+	for _, want := range []objectID{{"servicemonitors", ns, name}, {"prometheusrules", ns, name}, {"deployments", ns, name}} {
+		if !slices.Contains(manifest, want) {
+			t.Errorf("release lacks %s: %v", want, manifest)
+		}
+	}
+	if diff := cmp.Diff(manifest, c.releaseObjects(t, release)); diff != "" {
+		t.Errorf("objects in the API server differ from the release manifest (-manifest +server):\n%s", diff)
+	}
+	checkMonitoringObjects(t, c, ns, name, "kube-prometheus-stack")
+
+	c.helm(t, "uninstall", release, "--namespace", ns)
+	if left := c.releaseObjects(t, release); len(left) > 0 {
+		t.Errorf("objects left after uninstall: %v", left)
+	}
 }

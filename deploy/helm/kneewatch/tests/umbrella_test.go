@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/kneewatch/kneewatch/internal/testtools"
 )
 
@@ -14,7 +16,8 @@ import (
 // (kneewatch as a file:// dependency, with global values and the
 // kneewatch.enabled condition) with the real helm and renders it: the
 // schema must accept the keys helm adds to a subchart's values, and the
-// condition must turn the whole subchart off.
+// condition must turn the whole subchart off. Then it installs the umbrella
+// onto the shared API server (which serves the prometheus-operator CRDs).
 func TestChartRendersAsADependencyOfAnUmbrellaChart(t *testing.T) {
 	helm := testtools.Path(t, "helm")
 	// A copy, so `helm dependency build` writes charts/ and Chart.lock
@@ -65,4 +68,35 @@ func TestChartRendersAsADependencyOfAnUmbrellaChart(t *testing.T) {
 	if n := len(manifests(t, off)); n != 0 {
 		t.Errorf("with kneewatch.enabled=false the umbrella still renders %d objects", n)
 	}
+
+	t.Run("helm install of the umbrella onto the API server creates kneewatch's objects", func(t *testing.T) {
+		c := sharedCluster(t)
+		const release, ns, name = "platform", "platform", "platform-kneewatch"
+		c.createNamespaces(t, ns, "llm")
+		out := string(c.helm(t, "install", release, dir, "--namespace", ns))
+		t.Logf("helm install %s umbrella:\n%s", release, out)
+		if !strings.Contains(out, "STATUS: deployed") {
+			t.Errorf("helm install did not report the umbrella deployed:\n%s", out)
+		}
+		manifest := c.releaseManifest(t, release, ns)
+		t.Logf("umbrella release: %v", manifest)
+		for _, want := range []objectID{
+			{"deployments", ns, name}, {"services", ns, name}, {"configmaps", ns, name},
+			{"servicemonitors", ns, name}, {"prometheusrules", ns, name},
+			{"roles", "llm", name}, {"rolebindings", "llm", name},
+		} {
+			if !slices.Contains(manifest, want) {
+				t.Errorf("the umbrella release lacks %s", want)
+			}
+		}
+		if diff := cmp.Diff(manifest, c.releaseObjects(t, release)); diff != "" {
+			t.Errorf("objects in the API server differ from the umbrella's manifest (-manifest +server):\n%s", diff)
+		}
+		checkMonitoringObjects(t, c, ns, name, "kube-prometheus-stack")
+
+		c.helm(t, "uninstall", release, "--namespace", ns)
+		if left := c.releaseObjects(t, release); len(left) > 0 {
+			t.Errorf("objects left after uninstall: %v", left)
+		}
+	})
 }
