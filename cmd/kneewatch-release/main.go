@@ -124,7 +124,43 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "%s\t%s\t%s\n", *out, ref, digest)
-	return printPlatforms(stdout, idx)
+	if err := printPlatforms(stdout, idx); err != nil {
+		return err
+	}
+	return printBase(stdout, idx, opts.Base, release.DebianVersions(ctx, release.BasePackages...))
+}
+
+// printBase names the base layer (one blob in every platform's image) and
+// the build host's files it holds, with the Debian packages' versions: two
+// builds of one commit give the same digests when these match.
+func printBase(w io.Writer, idx v1.ImageIndex, base release.BaseFiles, versions map[string]string) error {
+	platforms, err := release.Platforms(idx)
+	if err != nil {
+		return err
+	}
+	if len(platforms) == 0 {
+		return nil
+	}
+	layers, err := platforms[0].Image.Layers()
+	if err != nil {
+		return err
+	}
+	if len(layers) == 0 {
+		return fmt.Errorf("the %s image has no layers", platforms[0].Platform.String())
+	}
+	digest, err := layers[0].Digest()
+	if err != nil {
+		return err
+	}
+	pkg := func(name string) string {
+		if v, ok := versions[name]; ok {
+			return name + " " + v
+		}
+		return name + " version unknown (not installed by dpkg on this host)"
+	}
+	fmt.Fprintf(w, "  base layer\t%s\tCA certificates %s (%s), time zone database %s (%s), from this host\n",
+		digest, base.CACerts, pkg(release.CACertsPackage), base.Zoneinfo, pkg(release.ZoneinfoPackage))
+	return nil
 }
 
 func printPlatforms(w io.Writer, idx v1.ImageIndex) error {

@@ -86,3 +86,39 @@ func TestUsageErrorsSayWhatIsWrong(t *testing.T) {
 		})
 	}
 }
+
+func TestImageNamesTheBaseLayerAndTheHostPackagesItCameFrom(t *testing.T) {
+	var idx v1.ImageIndex = empty.Index
+	for _, arch := range []string{"amd64", "arm64"} {
+		img, err := random.Image(256, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
+			Add:        img,
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}},
+		})
+	}
+	platforms, err := release.Platforms(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := platforms[0].Image.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := layers[0].Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	files := release.BaseFiles{CACerts: "/etc/ssl/certs/ca-certificates.crt", Zoneinfo: "/usr/share/zoneinfo"}
+	if err := printBase(&out, idx, files, map[string]string{"ca-certificates": "20230311+deb12u1"}); err != nil {
+		t.Fatal(err)
+	}
+	want := "  base layer\t" + base.String() + "\tCA certificates /etc/ssl/certs/ca-certificates.crt (ca-certificates 20230311+deb12u1), " +
+		"time zone database /usr/share/zoneinfo (tzdata version unknown (not installed by dpkg on this host)), from this host\n"
+	if out.String() != want {
+		t.Errorf("printed\n%q\nwant\n%q", out.String(), want)
+	}
+}
