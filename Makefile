@@ -56,7 +56,9 @@ release-check:
 # of CA certificates, tzdata, passwd and LICENSE/NOTICE (whose license, read
 # from LICENSE, is the licenses label) with cmd/kneewatch-release:
 # no Docker engine. Files are stamped with the commit's time, so one commit
-# always gives the same digests. `kneewatch-release push` pushes it.
+# gives the same digests given the same Go, branch name (stamped in the
+# binary) and host ca-certificates and tzdata, whose versions the last line
+# of the output names (docs/release.md). `kneewatch-release push` pushes it.
 IMAGE_PLATFORMS   := linux/amd64 linux/arm64
 IMAGE_DIR         := dist/image
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
