@@ -89,9 +89,9 @@ var (
 	MetricReplicaAttainment = MetricDesc{"kneewatch_replica_slo_attainment_ratio", Gauge,
 		"Share of requests over the window within the SLO threshold, per SLO (ttft, tpot); exact when the threshold is a bucket edge of the engine's histogram, else the share up to the edge above it (an upper bound, never an interpolation).", withLabels("slo")}
 	MetricReplicaRequests = MetricDesc{"kneewatch_replica_requests_total", Counter,
-		"Requests the replica finished, accumulated by kneewatch from the engine's latency histograms (for burn-rate windows).", replicaLabels}
+		"Requests the replica served, accumulated by kneewatch from the count of the engine's TTFT histogram (a request counts when its first token comes), for burn-rate windows.", replicaLabels}
 	MetricReplicaGoodRequests = MetricDesc{"kneewatch_replica_slo_good_requests_total", Counter,
-		"Requests within the SLO threshold, per SLO (ttft, tpot), accumulated by kneewatch (counted up to the bucket edge at or above the threshold when it is not an edge).", withLabels("slo")}
+		"Requests within the SLO threshold, per SLO (ttft, tpot), accumulated by kneewatch (counted up to the bucket edge at or above the threshold when it is not an edge; for tpot, each scrape interval's share of TPOT observations within it times the requests that interval added to kneewatch_replica_requests_total, so the two counters stay in step).", withLabels("slo")}
 	MetricReplicaTTFT = MetricDesc{"kneewatch_replica_ttft_seconds", Summary,
 		"Time to first token from the engine's histogram: quantiles 0.5, 0.9 and 0.99 over the window (interpolated inside a bucket as histogram_quantile does, so only as precise as the bucket; a quantile is left out while the window holds fewer than 1/(1-q) requests, 100 for the 0.99); count and sum accumulate since kneewatch started.", replicaLabels}
 	MetricReplicaTPOT = MetricDesc{"kneewatch_replica_tpot_seconds", Summary,

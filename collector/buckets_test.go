@@ -178,3 +178,49 @@ func TestScrapedEdgesAreWarnedOncePerReplica(t *testing.T) {
 		t.Errorf("thresholds on edges logged:\n%s", buf.String())
 	}
 }
+
+func TestGoodTPOTRequestsAreCountedOnTheRequestsTotalCounts(t *testing.T) {
+	// A replica keeping its SLO while load rises: each interval, 100 more
+	// requests get their first token than finish (the TPOT histogram counts
+	// a request when it ends), every TPOT within the threshold, then one
+	// interval where a fifth of those finishing miss it.
+	bounds := []float64{0.025, 0.05}
+	h := func(good, bad float64) Histogram { return hist(bounds, good, good, good+bad) }
+	slo := sloOf(time.Second, 25*time.Millisecond)
+	var c SLOCounters
+	add := func(firsts, tpotGood, tpotBad float64) {
+		s := NewSnapshot("vllm")
+		s.Histograms[SignalTTFT] = h(firsts, 0)
+		s.Histograms[SignalTPOT] = h(tpotGood, tpotBad)
+		c.Add(s, &slo)
+	}
+	add(0, 0, 0)
+	add(200, 100, 0)
+	add(400, 300, 0)
+	if c.Total != 400 || c.GoodTPOT != c.Total {
+		t.Errorf("rising load, every TPOT good: %v good of %v requests, want all good (finishing lags first tokens; that is no miss)", c.GoodTPOT, c.Total)
+	}
+	add(600, 460, 40) // of 200 finishing: 160 good, 40 (a fifth) missed
+	if want := 400 + 200*0.8; c.Total != 600 || c.GoodTPOT != want {
+		t.Errorf("a fifth missing TPOT: %v good of %v, want %v (the interval's good share of its requests)", c.GoodTPOT, c.Total, want)
+	}
+	add(700, 460, 40) // 100 first tokens, none finishing
+	if want := 560 + 100*0.8; c.Total != 700 || c.GoodTPOT != want {
+		t.Errorf("an interval in which none finished: %v good of %v, want %v (the last share, not all missing)", c.GoodTPOT, c.Total, want)
+	}
+}
+
+func TestGoodTPOTRequestsBeforeAnyFinishedAreGood(t *testing.T) {
+	bounds := []float64{0.025, 0.05}
+	slo := sloOf(time.Second, 25*time.Millisecond)
+	var c SLOCounters
+	for i, firsts := range []float64{0, 50, 120} {
+		s := NewSnapshot("vllm")
+		s.Histograms[SignalTTFT] = hist(bounds, firsts, firsts, firsts)
+		s.Histograms[SignalTPOT] = hist(bounds, 0, 0, 0)
+		c.Add(s, &slo)
+		if c.GoodTPOT != c.Total {
+			t.Errorf("after %d scrapes: %v good TPOT of %v requests, none finished yet: want all good", i+1, c.GoodTPOT, c.Total)
+		}
+	}
+}

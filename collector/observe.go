@@ -198,6 +198,10 @@ type SLOCounters struct {
 	// Observation counts and sums of the TTFT and TPOT histograms, for the
 	// exported summaries' _count and _sum.
 	SumTTFT, CountTPOT, SumTPOT float64
+	// tpotShare is the share of TPOT observations within the threshold in
+	// the last interval that had any (see Add).
+	tpotShare      float64
+	tpotShareKnown bool
 }
 
 // Add counts the requests of s since the previous Add against slo (a nil
@@ -231,19 +235,32 @@ func (c *SLOCounters) Add(s Snapshot, slo *knee.SLO) {
 	c.CountTPOT += tpot.Count
 	c.SumTPOT = addFinite(c.SumTPOT, tpot.Sum)
 	_, frac := bucketShareBounds(slo.TPOT.Seconds(), tpot.Buckets)
-	if math.IsNaN(frac) {
+	switch {
+	case !math.IsNaN(frac):
+		c.tpotShare, c.tpotShareKnown = frac, true
+	case c.tpotShareKnown:
+		// No request finished this interval (long outputs at a low rate):
+		// the last interval's share stands for the requests that started.
+		frac = c.tpotShare
+	default:
+		// None has finished yet: nothing shows a miss.
+		frac = 1
+	}
+	// Good TPOT requests are the interval's share of TPOT observations
+	// within the threshold times the requests Total counted (those of the
+	// TTFT histogram), so good ≤ total holds per interval and total − good
+	// counts only requests that missed. Counting the TPOT histogram's own
+	// observations would not: it counts a request when it finishes, the
+	// TTFT histogram when its first token comes, and while load rises (or
+	// outputs are long) the two can differ by more than the error budget
+	// over a short window: a replica keeping its SLO read as missing it
+	// (KneewatchPastKnee counts the missing requests over one minute). A
+	// per-token ITL histogram counts tokens,
+	// not requests: its share of good intervals stands in alike.
+	if !ttftOK {
 		return
 	}
-	// A per-token ITL histogram counts tokens, not requests: its share of
-	// good intervals stands in for the share of good requests.
-	n := tpot.Count
-	if tpotSig == SignalITL {
-		if !ttftOK {
-			return
-		}
-		n = ttft.Count
-	}
-	c.GoodTPOT += frac * n
+	c.GoodTPOT += frac * ttft.Count
 }
 
 // delta returns the histogram's increase since the previous call and

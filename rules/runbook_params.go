@@ -25,7 +25,7 @@ func RunbookParameters(o Options) map[string][]string {
 	out := map[string][]string{
 		AlertHeadroomLow:        {pct(o.HeadroomLow.Below), dur(o.HeadroomLow.For)},
 		AlertHeadroomExhausted:  headroomExhaustedParameters(h),
-		AlertPastKnee:           append([]string{dur(o.PastKnee.For), dur(o.Ruler.Window)}, keepFiringParameter(o.PastKnee.KeepFiringFor)...),
+		AlertPastKnee:           append([]string{dur(o.PastKnee.For), dur(o.HeadroomExhausted.SustainBaseWindow), pct(complement(o.SLO.Objective))}, keepFiringParameter(o.PastKnee.KeepFiringFor)...),
 		AlertGoodputSLOBurnFast: burn(o.SLO.Page, o.SLO.PageFor),
 		AlertGoodputSLOBurnSlow: burn(o.SLO.Ticket, o.SLO.TicketFor),
 		AlertModelSLOBurnFast:   burn(o.SLO.Page, o.SLO.PageFor),

@@ -799,18 +799,24 @@ groups:
           and on (replica, model, profile, namespace, pod, cluster)
           (
               (
-                  max by (replica, model, profile, namespace, pod, cluster, quantile) (kneewatch_replica_ttft_seconds)
-                > on (replica, model, profile, namespace, pod, cluster, quantile)
-                  max by (replica, model, profile, namespace, pod, cluster, quantile) (
-                    label_replace(kneewatch_slo_ttft_seconds, "quantile", "$1", "slo_quantile", "(.+)")
+                  (
+                      max by (replica, model, profile, namespace, pod, cluster) (
+                        increase(kneewatch_replica_requests_total[{{ $p.evaluation_window.dur }}])
+                      )
+                    - on (replica, model, profile, namespace, pod, cluster) group_right ()
+                      max by (replica, model, profile, namespace, pod, cluster, slo) (
+                        increase(kneewatch_replica_slo_good_requests_total[{{ $p.evaluation_window.dur }}])
+                      )
                   )
+                >=
+                  2
               )
-            or
+            > on (replica, model, profile, namespace, pod, cluster) group_left ()
               (
-                  max by (replica, model, profile, namespace, pod, cluster, quantile) (kneewatch_replica_tpot_seconds)
-                > on (replica, model, profile, namespace, pod, cluster, quantile)
-                  max by (replica, model, profile, namespace, pod, cluster, quantile) (
-                    label_replace(kneewatch_slo_tpot_seconds, "quantile", "$1", "slo_quantile", "(.+)")
+                  {{ $p.slo_budget.num }}
+                *
+                  max by (replica, model, profile, namespace, pod, cluster) (
+                    increase(kneewatch_replica_requests_total[{{ $p.evaluation_window.dur }}])
                   )
               )
           )
@@ -824,7 +830,7 @@ groups:
           severity: critical
         annotations:
           dashboard_url: /d/kneewatch-replica?var-model={{`{{ $labels.model | urlquery }}`}}&var-replica={{`{{ $labels.replica | urlquery }}`}}
-          description: 'Headroom of replica {{`{{ $labels.replica }}`}} (model {{`{{ $labels.model }}`}}) to its knee is {{`{{ $value | humanizePercentage }}`}}, under {{ $p.past_knee_below.pct }}, and its TTFT or TPOT at the SLO''s quantile over kneewatch''s evaluation window is over the SLO threshold, for {{ $p.past_knee_for.dur }}. Load rose past what the replica can serve within its SLO: scale out or shed load now.'
+          description: 'Headroom of replica {{`{{ $labels.replica }}`}} (model {{`{{ $labels.model }}`}}) to its knee is {{`{{ $value | humanizePercentage }}`}}, under {{ $p.past_knee_below.pct }}, and over kneewatch''s last {{ $p.evaluation_window.dur }} at least two requests, and more than {{ $p.slo_budget.pct }} of them, missed a TTFT or TPOT threshold, for {{ $p.past_knee_for.dur }}. Load rose past what the replica can serve within its SLO: scale out or shed load now.'
           runbook_url: https://github.com/kneewatch/kneewatch/blob/main/docs/runbooks/KneewatchPastKnee.md
           summary: Replica {{`{{ $labels.replica }}`}} is past its knee and missing its latency SLO
       - alert: KneewatchGoodputSLOBurnFast
