@@ -655,7 +655,7 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 			}
 		}
 		if !e.DCGMUnknown {
-			w.logs.failure(t.Replica+"/dcgm", "DCGM scrape failed", e.DCGMError, "replica", t.Replica, "url", d.URL)
+			w.logs.failure(t.Replica+"/dcgm", "DCGM scrape failed", e.DCGMError, "replica", t.Replica)
 		}
 	}
 
