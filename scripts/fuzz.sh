@@ -23,7 +23,8 @@ for t in "$@"; do
   log=$(mktemp)
   go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" -parallel "${FUZZ_PARALLEL:-1}" "$pkg" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
-  last=$(grep -E '^fuzz: elapsed: .*execs:' "$log" | tail -1)
+  # The last progress line, less its rate (Go prints 0/sec at the end).
+  last=$(grep -E '^fuzz: elapsed: .*execs:' "$log" | tail -1 | sed -E 's| \([0-9]+/sec\)||')
   crash=$(grep -Eo 'Failing input written to [^ ]+' "$log" | tail -1)
   summary+=("$name ($pkg): ${last#fuzz: }${crash:+; $crash}")
   if [ "$rc" -ne 0 ]; then
