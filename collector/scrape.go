@@ -211,6 +211,9 @@ func (s *Scraper) fetch(ctx context.Context, target string, want *wantedNames) (
 	need := s.footprint.Bytes()
 	var waited time.Duration
 	for {
+		// A snapshot is stamped with the start of the request it was read
+		// from, as Prometheus stamps a scrape.
+		start = s.now()
 		res := s.limits.Budget.reservation()
 		in, size, err := s.attempt(ctx, target, want, res, need)
 		waited += res.waited
