@@ -209,6 +209,9 @@ func (s *Scraper) fetch(ctx context.Context, target string, want *wantedNames) (
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Timeout)
 	defer cancel()
 	need := s.footprint.Bytes()
+	if size := s.limits.Budget.Size(); size > 0 {
+		need = min(need, size) // a budget made smaller since: the body may have shrunk too
+	}
 	var waited time.Duration
 	for {
 		// A snapshot is stamped with the start of the request it was read
