@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kneewatch/kneewatch/collector"
+	"github.com/kneewatch/kneewatch/internal/testtools"
 )
 
 // peakRSS reads the process's peak resident set (VmHWM) in bytes, and
@@ -136,7 +138,7 @@ func TestSixteenTargetsAtTheBodyLimitAreAllScrapedWithinTheMemoryBudget(t *testi
 // not made. Nothing says its engine is down: kneewatch_target_up is
 // absent, the evaluation is not ok with reason scrape_memory_budget, the
 // problem is counted and logged once a minute, and the next scrape with
-// room reads the engine as up.
+// room reads the engine as up. The replica's DCGM scrape likewise.
 func TestAScrapeWithNoRoomInTheBudgetIsAProblemNotADownEngine(t *testing.T) {
 	// Padded with 32 KiB comment lines, which cost the budget their bytes
 	// (and 512 B a line).
@@ -160,10 +162,14 @@ func TestAScrapeWithNoRoomInTheBudgetIsAProblemNotADownEngine(t *testing.T) {
 	var once sync.Once
 	unblock := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(unblock) // before bigSrv.Close, which waits for its handler
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		_, _ = w.Write([]byte(body))
-	}))
+	dcgm, err := os.ReadFile(filepath.Join(testtools.ModuleRoot(), "collector", "testdata", "dcgm-lke-ai-conformance-gpu-operator-k8s.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", textHandler(func() string { return body }))
+	mux.Handle("/dcgm", textHandler(func() string { return string(dcgm) }))
+	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
 	// One budget, two watchers: A's with a long timeout, B's with a short
@@ -182,7 +188,8 @@ func TestAScrapeWithNoRoomInTheBudgetIsAProblemNotADownEngine(t *testing.T) {
 	prof := validProfile(t)
 	w := NewWatcher(WatcherOptions{Interval: time.Second, Window: 4 * time.Second, Limits: short,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err := w.SetTargets([]Target{{Replica: "b", MetricsURL: srv.URL + "/metrics", Profile: prof, ProfileName: "valid"}}); err != nil {
+	if err := w.SetTargets([]Target{{Replica: "b", MetricsURL: srv.URL + "/metrics", Profile: prof, ProfileName: "valid",
+		DCGM: &DCGMTarget{URL: srv.URL + "/dcgm", Selectors: []collector.GPUSelector{{UUID: dcgmUUID}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
@@ -209,19 +216,23 @@ func TestAScrapeWithNoRoomInTheBudgetIsAProblemNotADownEngine(t *testing.T) {
 		!strings.Contains(exposition, `reason="scrape_memory_budget"`) {
 		t.Errorf("evaluation_ok{reason=%q} = %v or absent, want 0", ReasonMemoryBudget, v)
 	}
-	if got := problemsCounted(t, reg, "b", "engine", collector.ProblemMemoryBudget); got != 2 {
-		t.Errorf("kneewatch_target_scrape_problems_total{problem=\"memory_budget\"} = %v, want 2", got)
+	for _, source := range []string{"engine", "dcgm"} {
+		if got := problemsCounted(t, reg, "b", source, collector.ProblemMemoryBudget); got != 2 {
+			t.Errorf("kneewatch_target_scrape_problems_total{source=%q,problem=\"memory_budget\"} = %v, want 2", source, got)
+		}
 	}
 	for _, absent := range []string{`kneewatch_target_up{`, `kneewatch_replica_headroom_ratio{`, `reason="engine_down"`} {
 		if strings.Contains(exposition, absent) {
 			t.Errorf("exposition has %s for a scrape that was not made", absent)
 		}
 	}
-	if n := strings.Count(logs.String(), "problem=memory_budget"); n != 1 {
-		t.Errorf("%d log lines for the memory budget over two refused scrapes, want 1 (once a minute):\n%s", n, logs.String())
+	for _, source := range []string{"engine", "dcgm"} {
+		if n := strings.Count(logs.String(), "source="+source+" problem=memory_budget"); n != 1 {
+			t.Errorf("%d log lines for the %s's memory budget over two refused scrapes, want 1 (once a minute):\n%s", n, source, logs.String())
+		}
 	}
-	if strings.Contains(logs.String(), "engine scrape failed") {
-		t.Errorf("the refused scrape was logged as an engine failure:\n%s", logs.String())
+	if strings.Contains(logs.String(), "scrape failed") {
+		t.Errorf("a refused scrape was logged as a failure of its upstream:\n%s", logs.String())
 	}
 	t.Logf("log: %s", strings.TrimSpace(logs.String()))
 
@@ -233,8 +244,10 @@ func TestAScrapeWithNoRoomInTheBudgetIsAProblemNotADownEngine(t *testing.T) {
 	if e := r.Replicas[0]; !e.EngineUp {
 		t.Errorf("with the budget free, b's scrape failed: %s", e.EngineError)
 	}
-	if up := testutil.ToFloat64(metricOf(t, reg, "kneewatch_target_up", map[string]string{"replica": "b", "source": "engine"})); up != 1 {
-		t.Errorf("kneewatch_target_up = %v once the budget had room, want 1", up)
+	for _, source := range []string{"engine", "dcgm"} {
+		if up := testutil.ToFloat64(metricOf(t, reg, "kneewatch_target_up", map[string]string{"replica": "b", "source": source})); up != 1 {
+			t.Errorf("kneewatch_target_up{source=%q} = %v once the budget had room, want 1", source, up)
+		}
 	}
 }
 
