@@ -61,9 +61,9 @@ func peakRSS(t *testing.T, reset bool) int64 {
 // the charges overstate what is held (512 B for each padding line, which
 // the stream parser skips without allocating), which is why the peak is
 // well under twice the budget. Measured on this 2-core machine shared with
-// benchmarks (load average 9 to 12), eight runs: first-round peaks of
-// 84–107 MiB over the baseline, later rounds 58–78 MiB; 160 MiB leaves a
-// half of the worst seen as margin. (Before scrapes waited for room, the
+// benchmarks (load average 4 to 12), thirteen runs: first-round peaks of
+// 84–114 MiB over the baseline, later rounds 57–78 MiB; 160 MiB leaves
+// 46 MiB over the worst seen. (Before scrapes waited for room, the
 // peak was 254 MiB with 5 of the 16 scrapes refused, and 252–310 MiB was
 // measured in CI.)
 func TestSixteenTargetsAtTheBodyLimitAreAllScrapedWithinTheMemoryBudget(t *testing.T) {
