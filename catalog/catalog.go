@@ -109,9 +109,9 @@ var (
 	MetricReplicaInfo = MetricDesc{"kneewatch_replica_info", Gauge,
 		"Constant 1 per watched replica, labeled with the serving engine whose metrics kneewatch reads (configured, or detected from the metric names).", withLabels("engine")}
 	MetricReplicaEvalOK = MetricDesc{"kneewatch_replica_evaluation_ok", Gauge,
-		"1 when the replica's headroom could be computed; 0 with the reason otherwise (no_profile, engine_down, no_engine_metrics, unusable_signal, warming_up, probes_failing, …).", withLabels("reason")}
+		"1 when the replica's headroom could be computed; 0 with the reason otherwise (no_profile, engine_down, scrape_memory_budget, no_engine_metrics, unusable_signal, warming_up, probes_failing, …).", withLabels("reason")}
 	MetricTargetUp = MetricDesc{"kneewatch_target_up", Gauge,
-		"1 when the last scrape of the replica's source (engine, dcgm) succeeded.", sourceLabels}
+		"1 when the last scrape of the replica's source (engine, dcgm) succeeded, 0 when it failed; absent while that scrape could not be made for want of room in the scrape memory budget (problem=\"memory_budget\").", sourceLabels}
 	MetricKneeConcurrency = MetricDesc{"kneewatch_knee_concurrency", Gauge,
 		"The knee concurrency of the replica's profile.", replicaLabels}
 	MetricKneeOutputTPS = MetricDesc{"kneewatch_knee_output_tokens_per_second", Gauge,
@@ -145,7 +145,7 @@ var (
 	MetricScrapeDuration = MetricDesc{"kneewatch_scrape_duration_seconds", Gauge,
 		"Duration of the last scrape of the replica's source.", sourceLabels}
 	MetricScrapeProblems = MetricDesc{"kneewatch_target_scrape_problems_total", Counter,
-		"Unusable data found in the replica's scrapes since it was added, by source (engine, dcgm) and problem (duplicate_series, non_finite, partial_histogram, non_monotonic_histogram, invalid_histogram, negative_counter, wrong_type, missing, label_too_long, invalid_label, dcgm_sentinel); the signal each fed is absent, not wrong.", append(slices.Clone(sourceLabels), "problem")}
+		"Unusable data found in the replica's scrapes since it was added, by source (engine, dcgm) and problem (duplicate_series, non_finite, partial_histogram, non_monotonic_histogram, invalid_histogram, negative_counter, wrong_type, missing, label_too_long, invalid_label, dcgm_sentinel); the signal each fed is absent, not wrong. problem=\"memory_budget\" counts scrapes not made because the scrape memory budget had no room within the scrape timeout.", append(slices.Clone(sourceLabels), "problem")}
 	MetricConfigReloadOK = MetricDesc{"kneewatch_config_last_reload_successful", Gauge,
 		"1 when the last config reload (SIGHUP or POST /-/reload) applied; 0 when it failed and the previous config is still running.", nil}
 	MetricConfigReloadTime = MetricDesc{"kneewatch_config_last_reload_success_timestamp_seconds", Gauge,

@@ -8,13 +8,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/kneewatch/kneewatch/knee"
 )
 
 // The exposition path fuzzed from the bytes an upstream serves to the
 // observation the evaluation reads: parse, normalize with one adapter, fold
-// two scrapes into a window and observe it. Seeds are the fixtures, under
-// testdata/fuzz/<FuzzName>/; `go test` runs them, `make fuzz` explores.
+// two scrapes into a window and observe it. The stream scanner a scrape
+// runs must read whatever the reference parser reads, and read it the
+// same. Seeds are the fixtures, under testdata/fuzz/<FuzzName>/; `go test`
+// runs them, `make fuzz` explores.
 // Whatever the bytes, nothing panics, and what is accepted is sane enough
 // for the evaluation to take: histograms sorted and ending at +Inf, and
 // every value the evaluation would export finite or absent.
@@ -32,9 +36,15 @@ func fuzzEngine(f *testing.F, engine string) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		defer watchdog(body)()
 		_ = countSampleLines(body)
+		// The scrape's own path: the stream scanner, keeping only what the
+		// adapters read (textscan.go), then the adapter.
+		stream, streamErr := streamSnapshot(body, textFormat, Options{Engine: engine})
+		if streamErr == nil {
+			checkHistograms(t, stream.Histograms)
+		}
 		families, err := ParseText(bytes.NewReader(body))
 		if err != nil {
-			return
+			return // the stream path may read it: it skips families no adapter reads
 		}
 		// Auto-detection must not panic either, whatever it decides.
 		_, _ = Normalize(families, Options{})
@@ -44,6 +54,13 @@ func fuzzEngine(f *testing.F, engine string) {
 		}
 		if snap.Engine != engine {
 			t.Fatalf("snapshot engine %q, want %q", snap.Engine, engine)
+		}
+		// What the reference path reads, the scrape's path reads the same.
+		if streamErr != nil {
+			t.Fatalf("the stream path fails where the reference path reads: %v", streamErr)
+		}
+		if d := cmp.Diff(snap, stream, snapshotCmp); d != "" {
+			t.Fatalf("the stream path reads otherwise than the reference path (-reference +stream):\n%s", d)
 		}
 		checkHistograms(t, snap.Histograms)
 		observeTwice(t, snap)

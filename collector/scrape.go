@@ -53,7 +53,8 @@ const (
 // ScrapeLimits bound what one scrape may cost. Zero fields take the
 // Default* values; NoLimit removes a limit.
 type ScrapeLimits struct {
-	// Timeout bounds the whole request, body included.
+	// Timeout bounds the whole scrape: the request, the body and any wait
+	// for the memory budget.
 	Timeout time.Duration
 	// MaxBodyBytes bounds the body after gzip decoding (so a small
 	// compressed body cannot expand without limit).
@@ -63,12 +64,14 @@ type ScrapeLimits struct {
 	MaxSeries int
 	// MemoryBudgetBytes bounds what the scrapes in flight at once hold
 	// together, counted as the body's bytes plus seriesCost per series
-	// parsed: a scrape waits for budget before it reads its body (holding
-	// none while it waits), and fails if the budget runs out while it
-	// reads or parses, rather than letting many parallel scrapes of large
-	// bodies take the process's memory. A scrape refused for the budget is
-	// retried at its next interval. Scrapes sharing Budget share
-	// the bound.
+	// parsed, rather than letting many parallel scrapes of large bodies
+	// take the process's memory. A scrape waits for room before it reads
+	// its body, in arrival order, within its Timeout: for the announced
+	// body size, or what its target needed last time (see Footprint). If
+	// it runs short part-way it gives its share back and waits again for
+	// all it now knows it needs. Only a scrape that cannot get room within
+	// its Timeout, or that needs more than the whole budget, fails with
+	// ErrMemoryBudget. Scrapes sharing Budget share the bound.
 	MemoryBudgetBytes int64
 	// Budget is the shared budget, built from MemoryBudgetBytes when nil.
 	Budget *MemoryBudget
@@ -117,9 +120,10 @@ func (e *ScrapeError) Unwrap() error { return e.Err }
 // Scraper fetches and parses metric endpoints. It is safe for concurrent
 // use.
 type Scraper struct {
-	client *http.Client
-	limits ScrapeLimits
-	now    func() time.Time
+	client    *http.Client
+	limits    ScrapeLimits
+	now       func() time.Time
+	footprint *Footprint
 }
 
 // NewScraper returns a scraper using client (see NewHTTPClient) and limits.
@@ -128,6 +132,14 @@ func NewScraper(client *http.Client, limits ScrapeLimits) *Scraper {
 		client = &http.Client{}
 	}
 	return &Scraper{client: client, limits: limits.withDefaults(), now: time.Now}
+}
+
+// WithFootprint has s remember in f what each successful scrape charged to
+// the memory budget, and wait for that much at once on the next (f is the
+// target's, kept between its scrapes). It returns s.
+func (s *Scraper) WithFootprint(f *Footprint) *Scraper {
+	s.footprint = f
+	return s
 }
 
 // NewHTTPClient builds a scrape client from a Prometheus-style HTTP client
@@ -186,28 +198,73 @@ func (s *Scraper) Fetch(ctx context.Context, target string) (map[string]*dto.Met
 // fetch is Fetch keeping only the families want names (all when nil),
 // and the scrape's memory reservation until release is called, after the
 // families have been normalized.
+//
+// The timeout bounds the whole scrape, waits for the memory budget
+// included. An attempt that runs short of budget part-way gives back all
+// it holds and is made again, waiting first for everything the short one
+// found it needs: never waiting while holding is what keeps parallel
+// scrapes from holding each other up (see MemoryBudget).
 func (s *Scraper) fetch(ctx context.Context, target string, want *wantedNames) (familyIndexInput, time.Time, func(), error) {
 	start := s.now()
-	res := s.limits.Budget.reservation()
-	fail := func(err error) (familyIndexInput, time.Time, func(), error) {
-		res.release()
-		return familyIndexInput{}, start, func() {}, &ScrapeError{URL: redact(target), Err: err}
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Timeout)
 	defer cancel()
-	body, format, err := s.get(ctx, target, res)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("timed out after %s: %w", s.limits.Timeout, err)
-		}
-		return fail(err)
+	need := s.footprint.Bytes()
+	if size := s.limits.Budget.Size(); size > 0 {
+		need = min(need, size) // a budget made smaller since: the body may have shrunk too
 	}
+	var waited time.Duration
+	for {
+		// A snapshot is stamped with the start of the request it was read
+		// from, as Prometheus stamps a scrape.
+		start = s.now()
+		res := s.limits.Budget.reservation()
+		in, size, err := s.attempt(ctx, target, want, res, need)
+		waited += res.waited
+		if err == nil {
+			s.footprint.set(res.used, size)
+			return in, start, res.release, nil
+		}
+		res.release()
+		if n, again := isBudgetShort(err); again {
+			need = n
+			continue
+		}
+		if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrMemoryBudget) {
+			err = fmt.Errorf("timed out after %s%s: %w", s.limits.Timeout, waitedNote(waited), err)
+		}
+		return familyIndexInput{}, start, func() {}, &ScrapeError{URL: redact(target), Err: err}
+	}
+}
+
+func waitedNote(d time.Duration) string {
+	if d < time.Millisecond {
+		return ""
+	}
+	return fmt.Sprintf(" (%s of it waiting for the scrape memory budget)", d.Round(time.Millisecond))
+}
+
+// attempt is one try of fetch, holding res, which first waits for need
+// bytes or what the response announces, whichever is more. It returns the
+// body's size too.
+func (s *Scraper) attempt(ctx context.Context, target string, want *wantedNames, res *reservation, need int64) (familyIndexInput, int64, error) {
+	body, format, err := s.get(ctx, target, res, need)
+	if err != nil {
+		return familyIndexInput{}, 0, err
+	}
+	size := int64(len(body))
 	n := countSampleLines(body)
 	if s.limits.MaxSeries > 0 && n > s.limits.MaxSeries {
-		return fail(fmt.Errorf("%w: %d sample lines, limit %d", ErrTooManySeries, n, s.limits.MaxSeries))
+		putBodyBuffer(body)
+		return familyIndexInput{}, 0, fmt.Errorf("%w: %d sample lines, limit %d", ErrTooManySeries, n, s.limits.MaxSeries)
 	}
-	if err := res.grow(int64(n) * seriesCost); err != nil {
-		return fail(fmt.Errorf("parsing %d series: %w", n, err))
+	// readBody charged a series per newline; a last line without one is
+	// charged here.
+	if err := res.take(max(int64(n)-int64(bytes.Count(body, []byte{'\n'})), 0)*seriesCost, 0); err != nil {
+		putBodyBuffer(body)
+		if _, short := isBudgetShort(err); short {
+			return familyIndexInput{}, 0, err
+		}
+		return familyIndexInput{}, 0, fmt.Errorf("parsing %d series: %w", n, err)
 	}
 	in, err := parse(body, format, want)
 	if format.FormatType() != expfmt.TypeOpenMetrics {
@@ -215,13 +272,10 @@ func (s *Scraper) fetch(ctx context.Context, target string, want *wantedNames) (
 		// OpenMetrics parser may not), so its buffer serves the next scrape.
 		putBodyBuffer(body)
 	}
-	if err != nil {
-		return fail(err)
-	}
-	return in, start, res.release, nil
+	return in, size, err
 }
 
-func (s *Scraper) get(ctx context.Context, target string, res *reservation) ([]byte, expfmt.Format, error) {
+func (s *Scraper) get(ctx context.Context, target string, res *reservation, need int64) ([]byte, expfmt.Format, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return nil, "", errors.New("bad URL")
@@ -256,54 +310,86 @@ func (s *Scraper) get(ctx context.Context, target string, res *reservation) ([]b
 		defer gz.Close()
 		r = gz
 	}
-	// Wait for budget for the body's announced size (or a first chunk)
-	// while holding nothing, so waiting scrapes cannot deadlock one
-	// another; grow without waiting afterwards.
-	first := int64(readChunk)
-	if n := resp.ContentLength; n > 0 && !gzipped {
-		first = n + 1
+	// The first share of budget: the body's announced size, or a first
+	// chunk. The buffer is made as large as the body is announced, or was
+	// last time, at once: growing it by appending would leave several times
+	// the body in garbage.
+	first, size := int64(readChunk), s.footprint.bodyBytes()+1
+	if n := resp.ContentLength; n >= 0 && !gzipped {
+		if s.limits.MaxBodyBytes > 0 && n > s.limits.MaxBodyBytes {
+			return nil, "", fmt.Errorf("%w: Content-Length %d, limit %d", ErrBodyTooLarge, n, s.limits.MaxBodyBytes)
+		}
+		first, size = n+1, n+1
 	}
 	if s.limits.MaxBodyBytes > 0 {
 		first = min(first, s.limits.MaxBodyBytes+1)
+		size = min(size, s.limits.MaxBodyBytes+1)
 	}
-	if err := res.wait(ctx, first*parseCostFactor); err != nil {
+	if err := res.wait(ctx, max(first*parseCostFactor, need)); err != nil {
 		return nil, "", err
 	}
-	body, err := readBody(r, s.limits.MaxBodyBytes, res)
+	body, err := readBody(r, s.limits.MaxBodyBytes, res, first, size)
 	if err != nil {
 		return nil, "", err
 	}
 	return body, format, nil
 }
 
-// readChunk is the step in which a body's budget is reserved.
+// readChunk is the step in which a body's budget is charged when its size
+// is not announced.
 const readChunk = 64 << 10
 
 // readBody reads r to its end, within max bytes (≤ 0: no limit), with
-// budget reserved for every byte before it is read.
-func readBody(r io.Reader, max int64, res *reservation) ([]byte, error) {
+// budget charged for every byte before it is read: first bytes, then
+// readChunk at a time; and, as the body arrives, before it is parsed, for
+// a series per line (seriesCost per newline), so that what a scrape needs
+// in all is found while it reads, not after. The buffer starts with room for size bytes when
+// the reservation holds that many (without a budget, up to
+// DefaultMaxBodyBytes: an announced size is the upstream's word).
+func readBody(r io.Reader, max int64, res *reservation, first, size int64) ([]byte, error) {
 	body := getBodyBuffer()
+	if size > 1 && int64(cap(body)) < size && (size <= res.held || res.unlimited() && size <= DefaultMaxBodyBytes) {
+		putBodyBuffer(body)
+		body = make([]byte, 0, size)
+	}
+	charged := int64(0)
 	for {
-		allowed := res.held / parseCostFactor
-		if int64(len(body)) >= allowed {
-			if err := res.grow(readChunk * parseCostFactor); err != nil {
+		if int64(len(body)) >= charged {
+			step := int64(readChunk)
+			if charged == 0 {
+				step = first
+			}
+			// Short of room: the next attempt waits for twice what this one
+			// read, so a body of unannounced size is fetched a few times at
+			// most, not once per chunk.
+			if err := res.take(step*parseCostFactor, 2*(res.used+step*parseCostFactor)); err != nil {
+				putBodyBuffer(body)
 				return nil, err
 			}
-			allowed = res.held / parseCostFactor
+			charged += step
 		}
 		if len(body) == cap(body) {
 			body = append(body, 0)[:len(body)]
 		}
-		end := min(int64(cap(body)), allowed)
+		end := min(int64(cap(body)), charged)
 		n, err := r.Read(body[len(body):end])
+		read := body[len(body) : len(body)+n]
 		body = body[:len(body)+n]
 		if max > 0 && int64(len(body)) > max {
+			putBodyBuffer(body)
 			return nil, fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, max)
+		}
+		if lines := int64(bytes.Count(read, []byte{'\n'})); lines > 0 {
+			if err := res.take(lines*seriesCost, 2*(res.used+lines*seriesCost)); err != nil {
+				putBodyBuffer(body)
+				return nil, err
+			}
 		}
 		if err == io.EOF {
 			return body, nil
 		}
 		if err != nil {
+			putBodyBuffer(body)
 			return nil, fmt.Errorf("reading body: %w", err)
 		}
 	}

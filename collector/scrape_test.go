@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,11 +115,25 @@ func TestScrapeFailuresSayWhichURLAndWhat(t *testing.T) {
 			want: "parsing text exposition: text format parsing error in line 2",
 		},
 		{
-			name:    "a body over the size limit is refused",
-			handler: func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(big)) },
-			limits:  ScrapeLimits{MaxBodyBytes: 1024},
-			wantIs:  ErrBodyTooLarge,
-			want:    "body exceeds size limit: more than 1024 bytes",
+			name: "a body announced over the size limit is refused unread",
+			handler: func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Length", strconv.Itoa(len(big)))
+				_, _ = w.Write([]byte(big))
+			},
+			limits: ScrapeLimits{MaxBodyBytes: 1024},
+			wantIs: ErrBodyTooLarge,
+			want:   "body exceeds size limit: Content-Length 4028, limit 1024",
+		},
+		{
+			name: "a body of unannounced size over the size limit is refused",
+			handler: func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = w.Write([]byte(big[:100]))
+				w.(http.Flusher).Flush() // chunked: no Content-Length
+				_, _ = w.Write([]byte(big[100:]))
+			},
+			limits: ScrapeLimits{MaxBodyBytes: 1024},
+			wantIs: ErrBodyTooLarge,
+			want:   "body exceeds size limit: more than 1024 bytes",
 		},
 		{
 			name: "a small gzip body that expands past the limit is refused",

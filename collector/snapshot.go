@@ -190,6 +190,9 @@ const (
 	ProblemInvalidLabel    = "invalid_label"     // an info label that is not what it should be
 	ProblemLabelTooLong    = "label_too_long"    // an upstream label value over MaxLabelValueBytes
 	ProblemDCGMSentinel    = "dcgm_sentinel"     // DCGM's blank / not-supported values
+	// ProblemMemoryBudget is not in the data: a scrape that got no room in
+	// the scrape memory budget within its timeout, so was not made.
+	ProblemMemoryBudget = "memory_budget"
 )
 
 func (p Problem) String() string { return p.Metric + ": " + p.Reason }

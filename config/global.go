@@ -19,9 +19,10 @@ type Global struct {
 	SeriesLimit int `yaml:"series_limit"`
 	// ScrapeMemoryLimit bounds the memory the scrapes in flight at once may
 	// hold together, counted as the bytes of the bodies being read plus
-	// 512 bytes per parsed series. A scrape waits for room before reading;
-	// one that runs out of room while reading fails. 0 means no limit.
-	// Default 256MiB.
+	// 512 bytes per parsed series. A scrape waits for room, within its
+	// scrape_timeout; one that gets none in time (or needs more than the
+	// whole limit) is counted as problem "memory_budget", not as its
+	// target being down. 0 means no limit. Default 256MiB.
 	ScrapeMemoryLimit ByteSize `yaml:"scrape_memory_limit"`
 	// SLO is the latency contract a replica is judged against when its knee
 	// profile does not carry one, and the default for `kneewatch sweep`.

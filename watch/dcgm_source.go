@@ -13,6 +13,7 @@ import (
 type dcgmResult struct {
 	snap     collector.DCGMSnapshot
 	err      error
+	at       time.Time // when the scrape started
 	duration time.Duration
 	// pending marks the stand-in result before the endpoint's first scrape
 	// completes.
@@ -24,9 +25,10 @@ type dcgmResult struct {
 // and a hung dcgm-exporter delays no engine evaluation; each replica
 // evaluation takes the latest completed result.
 type dcgmSource struct {
-	client *http.Client
-	latest atomic.Pointer[dcgmResult]
-	stop   context.CancelFunc // guarded by Watcher.mu
+	client    *http.Client
+	footprint collector.Footprint
+	latest    atomic.Pointer[dcgmResult]
+	stop      context.CancelFunc // guarded by Watcher.mu
 }
 
 // dcgmURLsLocked returns the DCGM endpoints the targets use, with their
@@ -79,7 +81,7 @@ func (w *Watcher) runDCGM(ctx context.Context, url string, src *dcgmSource) {
 		w.mu.Lock()
 		client := src.client
 		w.mu.Unlock()
-		r := w.scrapeDCGMOnce(ctx, url, client)
+		r := w.scrapeDCGMOnce(ctx, url, client, &src.footprint)
 		if ctx.Err() != nil {
 			return
 		}
@@ -104,8 +106,10 @@ func (w *Watcher) dcgmLatest(url string) *dcgmResult {
 	return src.latest.Load()
 }
 
-func (w *Watcher) scrapeDCGMOnce(ctx context.Context, url string, client *http.Client) dcgmResult {
+// scrapeDCGMOnce scrapes a DCGM endpoint; fp is the endpoint's footprint
+// in the scrape memory budget (nil: none kept).
+func (w *Watcher) scrapeDCGMOnce(ctx context.Context, url string, client *http.Client, fp *collector.Footprint) dcgmResult {
 	start := time.Now()
-	snap, err := collector.NewScraper(client, w.limits()).ScrapeDCGM(ctx, url)
-	return dcgmResult{snap: snap, err: err, duration: time.Since(start)}
+	snap, err := collector.NewScraper(client, w.limits()).WithFootprint(fp).ScrapeDCGM(ctx, url)
+	return dcgmResult{snap: snap, err: err, at: start, duration: time.Since(start)}
 }

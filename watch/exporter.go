@@ -195,10 +195,16 @@ func summary(ch chan<- prometheus.Metric, desc *prometheus.Desc, q knee.LatencyQ
 func (e *Exporter) collectReplica(ch chan<- prometheus.Metric, re *ReplicaEval, descs map[string]*prometheus.Desc, extra []string, emit emitFunc) {
 	// In catalog.IdentityLabels order.
 	id := func(more ...string) []string { return append([]string{re.Replica, re.Namespace, re.Pod}, more...) }
-	emit(catalog.MetricTargetUp, boolValue(re.EngineUp), id("engine")...)
+	// A scrape that got no room in the memory budget was not made: up or
+	// down is unknown, so absent (the problems counter says why).
+	if !re.EngineUnknown {
+		emit(catalog.MetricTargetUp, boolValue(re.EngineUp), id("engine")...)
+	}
 	emit(catalog.MetricScrapeDuration, re.EngineDuration.Seconds(), id("engine")...)
 	if re.DCGMConfigured && !re.DCGMPending {
-		emit(catalog.MetricTargetUp, boolValue(re.DCGMUp), id("dcgm")...)
+		if !re.DCGMUnknown {
+			emit(catalog.MetricTargetUp, boolValue(re.DCGMUp), id("dcgm")...)
+		}
 		emit(catalog.MetricScrapeDuration, re.DCGMDuration.Seconds(), id("dcgm")...)
 	}
 	for k, n := range re.Problems {

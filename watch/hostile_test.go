@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kneewatch/kneewatch/collector"
+	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/internal/testtools"
 	"github.com/kneewatch/kneewatch/knee"
 )
@@ -83,7 +88,14 @@ type hostileCase struct {
 	reason string
 	// problem, when set, must be counted in kneewatch_target_scrape_problems_total.
 	problem string
+	// dcgm, when set, serves the replica's DCGM endpoint (its engine is
+	// sane), and dcgmUp is what kneewatch_target_up{source="dcgm"} must say.
+	dcgm   http.HandlerFunc
+	dcgmUp bool
 }
+
+// dcgmUUID is the GPU of the DCGM fixture a hostile case's replica selects.
+const dcgmUUID = "GPU-a8394b51-c086-568a-9f1a-c1e1c934c44c"
 
 func textHandler(body func() string) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
@@ -99,6 +111,10 @@ func hostileCases() []hostileCase {
 		return textHandler(func() string { return vllmText(hostileModel, edit) })
 	}
 	var nanSumScrapes sync.Map
+	dcgmFixture, err := os.ReadFile(filepath.Join(testtools.ModuleRoot(), "collector", "testdata", "dcgm-lke-ai-conformance-gpu-operator-k8s.prom"))
+	if err != nil {
+		panic(err)
+	}
 	return []hostileCase{
 		{name: "sane", handler: sane(nil), up: true},
 		{name: "kv usage NaN and the generation counter +Inf", up: true, reason: ReasonUnusableSignal, problem: collector.ProblemNonFinite,
@@ -176,6 +192,13 @@ func hostileCases() []hostileCase {
 		{name: "HTTP 500", up: false, reason: ReasonEngineDown,
 			handler: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", http.StatusInternalServerError) }},
 		{name: "a certificate no one trusts (TLS fails closed)", up: false, reason: ReasonEngineDown, tls: true, handler: sane(nil)},
+		// A DCGM exporter fails alone: the engine's headroom stands.
+		{name: "a sane DCGM exporter", up: true, handler: sane(nil), dcgmUp: true,
+			dcgm: textHandler(func() string { return string(dcgmFixture) })},
+		{name: "a DCGM exporter that hangs", up: true, handler: sane(nil), dcgmUp: false,
+			dcgm: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }},
+		{name: "a DCGM exporter serving a malformed body", up: true, handler: sane(nil), dcgmUp: false,
+			dcgm: textHandler(func() string { return string(dcgmFixture[:len(dcgmFixture)/2]) + "\n<html>502 Bad Gateway</html>\n" })},
 	}
 }
 
@@ -207,13 +230,22 @@ func TestHostileUpstreamsAreUpOrDownWithAReasonAndNeverAWrongHeadroom(t *testing
 			continue
 		}
 		mux.Handle(path, c.handler)
-		targets = append(targets, Target{Replica: fmt.Sprintf("r%02d", i), Profile: prof, ProfileName: "valid", MetricsURL: path})
+		tg := Target{Replica: fmt.Sprintf("r%02d", i), Profile: prof, ProfileName: "valid", MetricsURL: path}
+		if c.dcgm != nil {
+			dpath := fmt.Sprintf("/case/%d/dcgm", i)
+			mux.Handle(dpath, c.dcgm)
+			tg.DCGM = &DCGMTarget{URL: dpath, Selectors: []collector.GPUSelector{{UUID: dcgmUUID}}}
+		}
+		targets = append(targets, tg)
 	}
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	for i := range targets {
 		if strings.HasPrefix(targets[i].MetricsURL, "/") {
 			targets[i].MetricsURL = srv.URL + targets[i].MetricsURL
+		}
+		if d := targets[i].DCGM; d != nil {
+			d.URL = srv.URL + d.URL
 		}
 	}
 	w := NewWatcher(WatcherOptions{
@@ -267,6 +299,17 @@ func TestHostileUpstreamsAreUpOrDownWithAReasonAndNeverAWrongHeadroom(t *testing
 			case h != nil && math.Abs(*h-sane.Result.Headroom) > 0.05:
 				t.Errorf("headroom %.3f, sane %.3f: more than 0.05 apart", *h, sane.Result.Headroom)
 			}
+			dcgmUp := "none"
+			if c.dcgm != nil {
+				v := testutil.ToFloat64(metricOf(t, reg, "kneewatch_target_up", map[string]string{"replica": replica, "source": "dcgm"}))
+				if n := countSeries(t, reg, "kneewatch_target_up", map[string]string{"replica": replica, "source": "dcgm"}); n != 1 || (v == 1) != c.dcgmUp {
+					t.Errorf("kneewatch_target_up{source=\"dcgm\"} = %v (%d series), want up %v (error %q)", v, n, c.dcgmUp, e.DCGMError)
+				}
+				dcgmUp = fmt.Sprint(v)
+				if c.dcgmUp && !knee.Known(e.Observation.GPUUtilization) {
+					t.Error("GPU utilization unknown with a sane DCGM exporter")
+				}
+			}
 			if c.problem != "" && e.Problems[ProblemKey{"engine", c.problem}] == 0 {
 				t.Errorf("problem %s not counted (counted %v)", c.problem, e.Problems)
 			}
@@ -281,7 +324,10 @@ func TestHostileUpstreamsAreUpOrDownWithAReasonAndNeverAWrongHeadroom(t *testing
 					t.Errorf("requests_total exported as %v with no usable TTFT histogram, want absent", *v)
 				}
 			}
-			t.Logf("up %v reason %q headroom %v problems %v", up, e.Result.Reason, fmtPtr(h), e.Problems)
+			t.Logf("up %v dcgm up %s reason %q headroom %v problems %v", up, dcgmUp, e.Result.Reason, fmtPtr(h), e.Problems)
+			if e.DCGMError != "" {
+				t.Logf("dcgm error: %s", capText(e.DCGMError))
+			}
 		})
 	}
 	var buf bytes.Buffer
@@ -333,6 +379,35 @@ func exportedValue(t *testing.T, reg *prometheus.Registry, name, replica string)
 	return nil
 }
 
+// countSeries counts the series of name with the given labels.
+func countSeries(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue next
+				}
+			}
+			n++
+		}
+	}
+	return n
+}
+
 // metricOf returns a collector of the single series of name with the given labels (0 when absent).
 func metricOf(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) prometheus.Collector {
 	t.Helper()
@@ -360,4 +435,160 @@ func metricOf(t *testing.T, reg *prometheus.Registry, name string, labels map[st
 		}
 	}
 	return g
+}
+
+// TestHostileUpstreamFailuresAreLoggedOnceWithTokensRedacted: an engine
+// and a DCGM exporter that fail every scrape are each logged once when
+// they start failing (then at most once a minute) and once when they
+// recover, and a token passed in a URL's query string never reaches the
+// log, whether the error comes from the HTTP client (connection refused)
+// or from kneewatch (a bad status).
+func TestHostileUpstreamFailuresAreLoggedOnceWithTokensRedacted(t *testing.T) {
+	const token = "s3cret-t0ken"
+	var failing atomic.Bool
+	failing.Store(true)
+	mux := http.NewServeMux()
+	mux.Handle("/engine", textHandler(func() string { return vllmText(hostileModel, nil) }))
+	flaky := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if failing.Load() {
+				http.Error(w, "upstream sick", http.StatusBadGateway)
+				return
+			}
+			h(w, r)
+		}
+	}
+	mux.Handle("/flaky-engine", flaky(textHandler(func() string { return vllmText(hostileModel, nil) })))
+	dcgmFixture, err := os.ReadFile(filepath.Join(testtools.ModuleRoot(), "collector", "testdata", "dcgm-lke-ai-conformance-gpu-operator-k8s.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("/flaky-dcgm", flaky(textHandler(func() string { return string(dcgmFixture) })))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	refused := freeLoopbackURL(t)
+
+	var logs syncBuffer
+	w := NewWatcher(WatcherOptions{Interval: time.Second, Window: 4 * time.Second,
+		Limits: collector.ScrapeLimits{Timeout: time.Second},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	targets := []Target{
+		{Replica: "engine-failing", MetricsURL: srv.URL + "/flaky-engine?token=" + token},
+		{Replica: "engine-refused", MetricsURL: refused + "/metrics?token=" + token},
+		{Replica: "dcgm-failing", MetricsURL: srv.URL + "/engine",
+			DCGM: &DCGMTarget{URL: srv.URL + "/flaky-dcgm?api_key=" + token, Selectors: []collector.GPUSelector{{UUID: dcgmUUID}}}},
+	}
+	if err := w.SetTargets(targets); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 5
+	for range rounds {
+		w.EvaluateOnce(context.Background())
+	}
+	failing.Store(false)
+	for range 2 {
+		w.EvaluateOnce(context.Background())
+	}
+	out := logs.String()
+	t.Logf("log after %d failing rounds and 2 recovered:\n%s", rounds, out)
+	if strings.Contains(out, token) {
+		t.Errorf("the token is in the log")
+	}
+	for _, c := range []struct {
+		msg, replica string
+		want         int
+	}{
+		{`msg="engine scrape failed"`, "engine-failing", 1},
+		{`msg="engine scrape failed: recovered"`, "engine-failing", 1},
+		{`msg="engine scrape failed"`, "engine-refused", 1},
+		{`msg="DCGM scrape failed"`, "dcgm-failing", 1},
+		{`msg="DCGM scrape failed: recovered"`, "dcgm-failing", 1},
+		{`msg="engine scrape failed"`, "dcgm-failing", 0},
+	} {
+		n := 0
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, c.msg+" ") && strings.Contains(l, "replica="+c.replica+" ") {
+				n++
+				if strings.Contains(l, "failed\"") && !strings.Contains(l, "=xxxxx") {
+					t.Errorf("the failure line does not show the redacted query: %s", l)
+				}
+			}
+		}
+		if n != c.want {
+			t.Errorf("%d lines %s for %s over %d failing rounds, want %d", n, c.msg, c.replica, rounds, c.want)
+		}
+	}
+}
+
+// freeLoopbackURL is the URL of a loopback port nothing listens on.
+func freeLoopbackURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
+
+// syncBuffer is a bytes.Buffer safe for the watcher's concurrent logging.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestZeroLimitsInTheConfigMeanNoLimit: series_limit: 0 and
+// body_size_limit: 0, as documented, leave a scrape unlimited from the
+// config file to the scrape: a target serving 60,000 series in 18 MiB,
+// above the collector's own defaults (50,000 series, 16 MiB), is scraped.
+func TestZeroLimitsInTheConfigMeanNoLimit(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(vllmText(hostileModel, nil))
+	for i := range 60_000 {
+		fmt.Fprintf(&b, "padding_series{pod=\"vllm-llama-8b-7d9f8c6b5-x2k4q\",container=\"vllm\",endpoint=\"metrics\",path=\"%0240d\"} 1\n", i)
+	}
+	body := b.String()
+	if len(body) <= collector.DefaultMaxBodyBytes {
+		t.Fatalf("body of %d bytes, want it over %d", len(body), collector.DefaultMaxBodyBytes)
+	}
+	srv := httptest.NewServer(textHandler(func() string { return body }))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "kneewatch.yml")
+	cfgText := "global:\n  scrape_timeout: 20s\n  series_limit: 0\n  body_size_limit: 0\ntargets:\n  - replica: big\n    metrics_url: " + srv.URL + "/metrics\n"
+	if err := os.WriteFile(file, []byte(cfgText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets, err := StaticTargets(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := ScrapeLimits(cfg)
+	w := NewWatcher(WatcherOptions{Interval: time.Second, Limits: limits})
+	if err := w.SetTargets(targets); err != nil {
+		t.Fatal(err)
+	}
+	e := w.EvaluateOnce(context.Background()).Replicas[0]
+	t.Logf("config %q → limits: body %d, series %d; a body of %.1f MiB with %d sample lines: up %v %s",
+		"series_limit: 0, body_size_limit: 0", limits.MaxBodyBytes, limits.MaxSeries, float64(len(body))/(1<<20), strings.Count(body, "\n")-strings.Count(body, "# "), e.EngineUp, e.EngineError)
+	if !e.EngineUp {
+		t.Errorf("not scraped: %s", e.EngineError)
+	}
 }

@@ -71,3 +71,21 @@ func GlobalSLO(cfg *config.Config) knee.SLO {
 	s := cfg.Global.SLO
 	return knee.SLO{TTFT: knee.Duration(s.TTFT.D()), TPOT: knee.Duration(s.TPOT.D()), Quantile: s.Quantile}
 }
+
+// ScrapeLimits maps the config's scrape limits onto the collector's: the
+// config's 0 means no limit (collector.NoLimit), where the collector's 0
+// would mean its own default.
+func ScrapeLimits(cfg *config.Config) collector.ScrapeLimits {
+	orNone := func(v int64) int64 {
+		if v == 0 {
+			return collector.NoLimit
+		}
+		return v
+	}
+	return collector.ScrapeLimits{
+		Timeout:           cfg.Global.ScrapeTimeout.D(),
+		MaxBodyBytes:      orNone(int64(cfg.Global.BodySizeLimit)),
+		MaxSeries:         int(orNone(int64(cfg.Global.SeriesLimit))),
+		MemoryBudgetBytes: orNone(int64(cfg.Global.ScrapeMemoryLimit)),
+	}
+}

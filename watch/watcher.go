@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -137,9 +138,12 @@ type replicaState struct {
 	model string
 	// problems counts the scrape problems seen, by source and kind.
 	problems map[ProblemKey]float64
-	// lastDCGM is the time of the last DCGM scrape whose problems were
+	// lastDCGM is the start of the last DCGM scrape whose problems were
 	// counted.
 	lastDCGM time.Time
+	// footprint is what the replica's engine scrapes charge to the scrape
+	// memory budget, so each waits for it at once.
+	footprint collector.Footprint
 	// last is the replica's latest evaluation, read by the publisher.
 	last atomic.Pointer[ReplicaEval]
 	// stop ends the replica's loop (nil when no loop runs); guarded by
@@ -178,16 +182,23 @@ type ReplicaEval struct {
 	// or detected from the metric names; kept from the last good scrape.
 	Engine string
 
-	EngineUp       bool
-	EngineError    string
+	EngineUp    bool
+	EngineError string
+	// EngineUnknown is true when the engine's scrape got no room in the
+	// scrape memory budget within its timeout: it was not made, so whether
+	// the engine is up is unknown, and kneewatch_target_up is not exported
+	// (EngineError says why).
+	EngineUnknown  bool
 	EngineDuration time.Duration
 
 	DCGMConfigured bool
 	// DCGMPending is true until the replica's DCGM endpoint has been
 	// scraped once: its up-ness is not known yet, so it is not exported.
-	DCGMPending  bool
-	DCGMUp       bool
-	DCGMError    string
+	DCGMPending bool
+	DCGMUp      bool
+	DCGMError   string
+	// DCGMUnknown is EngineUnknown for the DCGM endpoint's scrape.
+	DCGMUnknown  bool
 	DCGMDuration time.Duration
 
 	// Problems counts, since the replica was added, what its scrapes
@@ -229,6 +240,11 @@ const (
 	// a headroom from the remaining dimensions would look confident while
 	// missing the one that may be the limit.
 	ReasonUnusableSignal = "unusable_signal"
+	// ReasonMemoryBudget marks a replica whose engine scrape got no room
+	// in the scrape memory budget within its timeout (parallel scrapes of
+	// large bodies held it): nothing was read, so its headroom is unknown,
+	// but nothing says its engine is down.
+	ReasonMemoryBudget = "scrape_memory_budget"
 	// ReasonWarmingUp marks a replica whose window does not yet span
 	// enough scrapes (at start, when it appears, or after its engine was
 	// unreachable for a window) for rates and means that mean what they
@@ -265,10 +281,14 @@ func NewWatcher(opts WatcherOptions) *Watcher {
 const logRepeatEvery = time.Minute
 
 // SetLimits replaces the scrape limits (a config reload); scrapes started
-// afterwards use them.
+// afterwards use them. A memory budget of unchanged size is kept, so the
+// scrapes in flight and those after a reload share one, not two.
 func (w *Watcher) SetLimits(l collector.ScrapeLimits) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if l.Budget == nil {
+		l.Budget = w.opts.Limits.Budget // replaced by WithBudget if its size differs
+	}
 	w.opts.Limits = l.WithBudget()
 }
 
@@ -449,6 +469,7 @@ func (w *Watcher) EvaluateOnce(ctx context.Context) *Round {
 	w.mu.Lock()
 	states := w.sortedStatesLocked()
 	urls := w.dcgmURLsLocked()
+	sources := maps.Clone(w.dcgm)
 	w.mu.Unlock()
 
 	type pending struct {
@@ -459,9 +480,13 @@ func (w *Watcher) EvaluateOnce(ctx context.Context) *Round {
 	for url, client := range urls {
 		p := &pending{done: make(chan struct{})}
 		dcgm[url] = p
+		var fp *collector.Footprint
+		if src := sources[url]; src != nil {
+			fp = &src.footprint
+		}
 		go func() {
 			defer close(p.done)
-			p.res = w.scrapeDCGMOnce(ctx, url, client)
+			p.res = w.scrapeDCGMOnce(ctx, url, client, fp)
 		}()
 	}
 	wait := func(url string) *dcgmResult {
@@ -541,7 +566,8 @@ func (w *Watcher) evaluateReplica(ctx context.Context, s *replicaState, dcgmOf f
 	t := s.target
 	s.mu.Unlock()
 	start := time.Now()
-	snap, err := collector.NewScraper(t.Client, w.limits()).Scrape(ctx, t.MetricsURL, collector.Options{Engine: t.Engine, Model: t.Model})
+	snap, err := collector.NewScraper(t.Client, w.limits()).WithFootprint(&s.footprint).
+		Scrape(ctx, t.MetricsURL, collector.Options{Engine: t.Engine, Model: t.Model})
 	if ctx.Err() != nil {
 		return // stopped (shutdown, or the target was removed): not a failure
 	}
@@ -606,6 +632,12 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 		switch {
 		case out.dcgm.pending:
 			e.DCGMPending = true
+		case errors.Is(out.dcgm.err, collector.ErrMemoryBudget):
+			e.DCGMError, e.DCGMUnknown = out.dcgm.err.Error(), true
+			if at := out.dcgm.at; at.After(s.lastDCGM) {
+				s.lastDCGM = at
+				w.countProblems(s, "dcgm", []collector.Problem{budgetProblem(out.dcgm.err)})
+			}
 		case out.dcgm.err != nil:
 			e.DCGMError = out.dcgm.err.Error()
 		default:
@@ -617,14 +649,25 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 			}
 			// One DCGM scrape may serve several evaluations of the
 			// replica: count its problems once.
-			if at := out.dcgm.snap.Time; at.After(s.lastDCGM) {
+			if at := out.dcgm.at; at.After(s.lastDCGM) {
 				s.lastDCGM = at
 				w.countProblems(s, "dcgm", out.dcgm.snap.Problems)
 			}
 		}
-		w.logs.failure(t.Replica+"/dcgm", "DCGM scrape failed", e.DCGMError, "replica", t.Replica)
+		if !e.DCGMUnknown {
+			w.logs.failure(t.Replica+"/dcgm", "DCGM scrape failed", e.DCGMError, "replica", t.Replica)
+		}
 	}
 
+	if errors.Is(out.err, collector.ErrMemoryBudget) {
+		// Not the engine's doing: counted and logged as a problem of the
+		// scrape, and the engine's own failure state is left as it was.
+		e.EngineError, e.EngineUnknown = out.err.Error(), true
+		w.countProblems(s, "engine", []collector.Problem{budgetProblem(out.err)})
+		e.Observation = knee.NewObservation()
+		e.Result = notOK(w.opts.Knee, ReasonMemoryBudget)
+		return w.withCounters(e, s)
+	}
 	if out.err != nil {
 		e.EngineError = out.err.Error()
 		w.logs.failure(t.Replica+"/engine", "engine scrape failed", e.EngineError, "replica", t.Replica)
@@ -680,6 +723,11 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 		}
 	}
 	return w.withCounters(e, s)
+}
+
+// budgetProblem is a scrape refused for the memory budget, as a problem.
+func budgetProblem(err error) collector.Problem {
+	return collector.Problem{Metric: "whole scrape", Kind: collector.ProblemMemoryBudget, Reason: err.Error()}
 }
 
 // notOK is a result with every value unknown and the given reason.

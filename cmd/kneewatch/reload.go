@@ -111,7 +111,7 @@ func (r *reloader) reloadLocked() error {
 	if err := r.apply(slices.Concat(static, discovered)); err != nil {
 		return err
 	}
-	r.watcher.SetLimits(scrapeLimits(cfg))
+	r.watcher.SetLimits(watch.ScrapeLimits(cfg))
 	r.watcher.SetTargetHeadroom(cfg.Global.TargetHeadroom)
 	warnClosedLoopKnees(r.logger, profiles)
 	r.cfg, r.profiles, r.static, r.discovered = cfg, profiles, static, discovered

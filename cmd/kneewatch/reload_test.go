@@ -24,6 +24,18 @@ func metricValue(body, prefix string) string {
 	return ""
 }
 
+// TestServeReloadsOnSIGHUPAndPOSTKeepingTheRunningConfigWhenTheNewOneIsBad
+// reloads a running serve with each signal and each kind of change:
+//
+//	step                          by      applied  knee  vllm-1  success timestamp
+//	a changed profile             POST    yes      64    -       moves
+//	a changed config (+ target)   POST    yes      64    up      moves
+//	a changed profile             SIGHUP  yes      96    up      moves
+//	a bad config                  SIGHUP  no       96    up      stays
+//	the same bad config           POST    no (500) 96    up      stays
+//	the good config again         SIGHUP  yes      96    up      moves
+//
+// Each step logs the values /metrics exported.
 func TestServeReloadsOnSIGHUPAndPOSTKeepingTheRunningConfigWhenTheNewOneIsBad(t *testing.T) {
 	srv := vllmFixtureServer(t)
 	path := serveConfig(t, srv.URL+"/metrics")
@@ -45,9 +57,16 @@ func TestServeReloadsOnSIGHUPAndPOSTKeepingTheRunningConfigWhenTheNewOneIsBad(t 
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
-	const knee = `kneewatch_knee_concurrency{model="meta-llama/Llama-3.1-8B-Instruct",namespace="",pod="",profile="llama",replica="vllm-0"}`
-	const ok = `kneewatch_replica_evaluation_ok{model="meta-llama/Llama-3.1-8B-Instruct",namespace="",pod="",profile="llama",reason="",replica="vllm-0"}`
-	// waitFor polls /metrics until every sample prefix has the value wanted.
+	const (
+		knee       = `kneewatch_knee_concurrency{model="meta-llama/Llama-3.1-8B-Instruct",namespace="",pod="",profile="llama",replica="vllm-0"}`
+		knee1      = `kneewatch_knee_concurrency{model="meta-llama/Llama-3.1-8B-Instruct",namespace="",pod="",profile="llama",replica="vllm-1"}`
+		ok         = `kneewatch_replica_evaluation_ok{model="meta-llama/Llama-3.1-8B-Instruct",namespace="",pod="",profile="llama",reason="",replica="vllm-0"}`
+		up1        = `kneewatch_target_up{namespace="",pod="",replica="vllm-1",source="engine"}`
+		successful = "kneewatch_config_last_reload_successful"
+		stamp      = "kneewatch_config_last_reload_success_timestamp_seconds"
+	)
+	// waitFor polls /metrics until every sample prefix has the value wanted
+	// ("" for absent), and logs what it saw.
 	waitFor := func(step string, want map[string]string) string {
 		t.Helper()
 		var body string
@@ -58,16 +77,33 @@ func TestServeReloadsOnSIGHUPAndPOSTKeepingTheRunningConfigWhenTheNewOneIsBad(t 
 				all = all && metricValue(body, prefix) == v
 			}
 			if all {
-				for prefix, v := range want {
-					t.Logf("%s: %s %s", step, prefix, v)
-				}
-				return body
+				break
 			}
 		}
 		for prefix, v := range want {
-			t.Errorf("%s: %s = %q, want %q", step, prefix, metricValue(body, prefix), v)
+			if got := metricValue(body, prefix); got != v {
+				t.Errorf("%s: %s = %q, want %q", step, prefix, got, v)
+			}
 		}
+		t.Logf("%-28s knee %s, vllm-1 knee %q up %q, reload successful %s, success timestamp %s", step+":",
+			metricValue(body, knee), metricValue(body, knee1), metricValue(body, up1), metricValue(body, successful), metricValue(body, stamp))
 		return body
+	}
+	// checkStamp holds the success timestamp to the previous step's: moved
+	// after a good reload, the same after a bad one.
+	last := ""
+	checkStamp := func(step, body string, moves bool) {
+		t.Helper()
+		ts := metricValue(body, stamp)
+		switch {
+		case ts == "":
+			t.Errorf("%s: no %s", step, stamp)
+		case moves && ts == last:
+			t.Errorf("%s: the success timestamp did not move on a good reload (%s)", step, ts)
+		case !moves && ts != last:
+			t.Errorf("%s: the success timestamp moved from %s to %s on a bad reload", step, last, ts)
+		}
+		last = ts
 	}
 	reload := func() int {
 		resp, err := http.Post("http://"+addr+"/-/reload", "", nil)
@@ -77,54 +113,82 @@ func TestServeReloadsOnSIGHUPAndPOSTKeepingTheRunningConfigWhenTheNewOneIsBad(t 
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+	hup := func() {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
 	write := func(file, text string) {
 		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		time.Sleep(10 * time.Millisecond) // the success timestamp has time to move
 	}
-	before := waitFor("start", map[string]string{knee: "112", ok: "1", "kneewatch_config_last_reload_successful": "1"})
-	startedAt := metricValue(before, "kneewatch_config_last_reload_success_timestamp_seconds")
+	setKnee := func(from, to string) {
+		t.Helper()
+		prof, err := os.ReadFile(profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		re := regexp.MustCompile(`(?m)^knee:\n  concurrency: ` + from + `\n`)
+		if !re.Match(prof) {
+			t.Fatalf("the profile's knee is not %s", from)
+		}
+		write(profile, re.ReplaceAllString(string(prof), "knee:\n  concurrency: "+to+"\n"))
+	}
+
+	body := waitFor("start", map[string]string{knee: "112", ok: "1", successful: "1", up1: ""})
+	last = metricValue(body, stamp)
 
 	// A changed profile, by POST: the new knee is exported, and the
 	// replica keeps its window (its evaluation stays ok, not warming up).
-	prof, err := os.ReadFile(profile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(profile, regexp.MustCompile(`(?m)^knee:\n  concurrency: 112`).ReplaceAllString(string(prof), "knee:\n  concurrency: 64"))
-	time.Sleep(10 * time.Millisecond)
+	setKnee("112", "64")
 	if code := reload(); code != http.StatusOK {
 		t.Fatalf("POST /-/reload with a changed profile: %d, want 200", code)
 	}
-	after := waitFor("changed profile by POST", map[string]string{knee: "64", ok: "1", "kneewatch_config_last_reload_successful": "1"})
-	if ts := metricValue(after, "kneewatch_config_last_reload_success_timestamp_seconds"); ts == startedAt {
-		t.Errorf("the success timestamp did not move on a good reload (%s)", ts)
-	}
-	if strings.Contains(after, `reason="warming_up"`) {
+	body = waitFor("changed profile by POST", map[string]string{knee: "64", ok: "1", successful: "1"})
+	checkStamp("changed profile by POST", body, true)
+	if strings.Contains(body, `reason="warming_up",replica="vllm-0"`) {
 		t.Error("a reload that only changed the profile restarted the replica's window")
 	}
 
-	// A bad config, by SIGHUP: the process lives on, the previous config
-	// keeps running, the gauge says so.
-	good, err := os.ReadFile(path)
+	// A changed config, by POST: a second replica, which is scraped and
+	// judged by the same profile.
+	first, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(path, string(good)+"    engine: not-an-engine\n")
-	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
-		t.Fatal(err)
+	good := string(first) + "  - replica: vllm-1\n    metrics_url: " + srv.URL + "/metrics\n    profile: llama\n"
+	write(path, good)
+	if code := reload(); code != http.StatusOK {
+		t.Fatalf("POST /-/reload with a target added: %d, want 200", code)
 	}
-	waitFor("bad config by SIGHUP", map[string]string{knee: "64", ok: "1", "kneewatch_config_last_reload_successful": "0"})
+	body = waitFor("target added by POST", map[string]string{knee: "64", knee1: "64", up1: "1", successful: "1"})
+	checkStamp("target added by POST", body, true)
+
+	// A changed profile, by SIGHUP: both replicas take the new knee.
+	setKnee("64", "96")
+	hup()
+	body = waitFor("changed profile by SIGHUP", map[string]string{knee: "96", knee1: "96", ok: "1", up1: "1", successful: "1"})
+	checkStamp("changed profile by SIGHUP", body, true)
+
+	// A bad config, by SIGHUP: the process lives on, the previous config
+	// keeps running, the gauge says so and the timestamp stays.
+	write(path, good+"    engine: not-an-engine\n")
+	hup()
+	body = waitFor("bad config by SIGHUP", map[string]string{knee: "96", knee1: "96", ok: "1", up1: "1", successful: "0"})
+	checkStamp("bad config by SIGHUP", body, false)
 	if code := reload(); code != http.StatusInternalServerError {
 		t.Errorf("POST /-/reload with a bad config: %d, want 500", code)
 	}
+	body = waitFor("bad config by POST", map[string]string{knee: "96", knee1: "96", up1: "1", successful: "0"})
+	checkStamp("bad config by POST", body, false)
 
 	// The good config again, by SIGHUP.
-	write(path, string(good))
-	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	waitFor("good config by SIGHUP", map[string]string{knee: "64", ok: "1", "kneewatch_config_last_reload_successful": "1"})
+	write(path, good)
+	hup()
+	body = waitFor("good config by SIGHUP", map[string]string{knee: "96", knee1: "96", ok: "1", up1: "1", successful: "1"})
+	checkStamp("good config by SIGHUP", body, true)
 
 	cancel()
 	if err := <-done; err != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/common/version"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/discovery"
 	"github.com/kneewatch/kneewatch/server"
@@ -175,26 +174,9 @@ func watcherOptions(cfg *config.Config, s config.Settings, logger *slog.Logger) 
 	return watch.WatcherOptions{
 		Interval:       s.EvaluationInterval.D(),
 		Window:         s.Window.D(),
-		Limits:         scrapeLimits(cfg),
+		Limits:         watch.ScrapeLimits(cfg),
 		TargetHeadroom: cfg.Global.TargetHeadroom,
 		Logger:         logger,
-	}
-}
-
-// scrapeLimits maps the config's scrape limits onto the collector's, where
-// zero means the default: the config's 0 means no limit.
-func scrapeLimits(cfg *config.Config) collector.ScrapeLimits {
-	orNone := func(v int64) int64 {
-		if v == 0 {
-			return collector.NoLimit
-		}
-		return v
-	}
-	return collector.ScrapeLimits{
-		Timeout:           cfg.Global.ScrapeTimeout.D(),
-		MaxBodyBytes:      orNone(int64(cfg.Global.BodySizeLimit)),
-		MaxSeries:         int(orNone(int64(cfg.Global.SeriesLimit))),
-		MemoryBudgetBytes: orNone(int64(cfg.Global.ScrapeMemoryLimit)),
 	}
 }
 
