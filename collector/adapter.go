@@ -123,6 +123,9 @@ type familyIndex struct {
 	// buckets holds the buckets of the stream parser's histograms, which
 	// it keeps apart from their client_model messages.
 	buckets map[*dto.Histogram][]Bucket
+	// borrowed says the buckets' memory goes back to the stream parser
+	// after the scrape: a snapshot keeps a copy.
+	borrowed bool
 }
 
 // histogram converts a histogram series of the index's families.

@@ -293,8 +293,12 @@ func readSpec(fi familyIndex, mf *dto.MetricFamily, spec metricSpec, sel selecto
 				return
 			}
 		}
-		if scale != 1 {
+		switch {
+		case scale != 1:
 			total = scaleHistogram(total, scale)
+		case len(ms) == 1 && fi.borrowed:
+			// One series' buckets, still the stream parser's.
+			total.Buckets = slices.Clone(total.Buckets)
 		}
 		s.Histograms[spec.signal] = total
 	default:

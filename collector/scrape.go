@@ -197,7 +197,9 @@ func (s *Scraper) Fetch(ctx context.Context, target string) (map[string]*dto.Met
 
 // fetch is Fetch keeping only the families want names (all when nil),
 // and the scrape's memory reservation until release is called, after the
-// families have been normalized.
+// families have been normalized. The families are not to be read after
+// release: the stream parser reuses their memory (with want nil it is
+// not used, and Fetch's families stay the caller's).
 //
 // The timeout bounds the whole scrape, waits for the memory budget
 // included. An attempt that runs short of budget part-way gives back all
@@ -222,7 +224,13 @@ func (s *Scraper) fetch(ctx context.Context, target string, want *wantedNames) (
 		waited += res.waited
 		if err == nil {
 			s.footprint.set(res.used, size)
-			return in, start, res.release, nil
+			if in.scanner == nil {
+				return in, start, res.release, nil
+			}
+			return in, start, func() { in.release(); res.release() }, nil
+		}
+		if in.scanner != nil {
+			in.release()
 		}
 		res.release()
 		if n, again := isBudgetShort(err); again {
@@ -267,7 +275,7 @@ func (s *Scraper) attempt(ctx context.Context, target string, want *wantedNames,
 		return familyIndexInput{}, 0, fmt.Errorf("parsing %d series: %w", n, err)
 	}
 	in, err := parse(body, format, want)
-	if format.FormatType() != expfmt.TypeOpenMetrics {
+	if format != openMetricsFormat {
 		// The text parsers copy what they keep out of the body (Prometheus's
 		// OpenMetrics parser may not), so its buffer serves the next scrape.
 		putBodyBuffer(body)
@@ -435,15 +443,22 @@ func responseFormat(contentType string) (expfmt.Format, error) {
 		return "", fmt.Errorf("unsupported content type %q: only the text formats are parsed", contentType)
 	}
 	if mt, _, _ := mime.ParseMediaType(contentType); mt == "application/openmetrics-text" {
-		return expfmt.NewFormat(expfmt.TypeOpenMetrics), nil
+		return openMetricsFormat, nil
 	}
-	return expfmt.NewFormat(expfmt.TypeTextPlain), nil
+	return textPlainFormat, nil
 }
+
+// The formats responseFormat returns, made once: a Format is a string that
+// FormatType splits anew on every call.
+var (
+	openMetricsFormat = expfmt.NewFormat(expfmt.TypeOpenMetrics)
+	textPlainFormat   = expfmt.NewFormat(expfmt.TypeTextPlain)
+)
 
 // parse reads a body in its format, keeping what want needs (everything
 // when want is nil).
 func parse(body []byte, format expfmt.Format, want *wantedNames) (familyIndexInput, error) {
-	if format.FormatType() == expfmt.TypeOpenMetrics {
+	if format == openMetricsFormat {
 		return parseOpenMetrics(body, want)
 	}
 	if want != nil {

@@ -35,19 +35,19 @@ import (
 // still does.
 func scanText(body []byte, want *wantedNames) (familyIndexInput, error) {
 	s := getScanner()
-	defer s.release()
 	s.want, s.body = want, body
 	if err := s.scan(); err != nil {
+		s.release()
 		return familyIndexInput{}, err
 	}
 	return s.result(), nil
 }
 
-// scanners keeps idle scanners, with their maps, caches and scratch,
-// between scrapes. A buffered channel rather than a sync.Pool: a pool is
-// emptied by every other garbage collection, which here runs every second
-// or so, and with it went the caches of names and bounds that make a
-// scanner cheap. It holds as many as scrapes usually run at once.
+// scanners keeps idle scanners, with their maps, caches, scratch and
+// arenas, between scrapes. A buffered channel rather than a sync.Pool: a
+// pool is emptied by every other garbage collection, which here runs every
+// second or so, and with it went the caches of names and bounds that make
+// a scanner cheap. It holds as many as scrapes usually run at once.
 var scanners = make(chan *textScanner, 8)
 
 func getScanner() *textScanner {
@@ -56,24 +56,55 @@ func getScanner() *textScanner {
 		return s
 	default:
 		return &textScanner{fams: map[string]*scanFamily{}, strs: map[string]*string{}, verdicts: map[*wantedNames]map[string]bool{},
-			bounds: map[string]float64{}, names: map[string]cachedName{}, labels: make([]scanLabel, 0, 8), sorted: make([]scanLabel, 0, 8)}
+			bounds: map[string]float64{}, names: map[string]*cachedName{}, groups: map[string]groupSlot{},
+			labels: make([]scanLabel, 0, 8), sorted: make([]scanLabel, 0, 8)}
 	}
 }
 
+// Bounds on what an idle scanner keeps for its next scrape: enough for any
+// engine's exposition, so a scrape reuses what the last one used, but not
+// what one huge exposition needed.
+const (
+	keepChunks = 8    // per arena
+	keepMap    = 4096 // entries of a per-scrape map
+)
+
 // release empties s for its next scrape and returns it to the pool. What
-// the scrape's families point to (slabs, interned strings) is left to
-// them: the slabs are dropped, not reused, and the maps only cleared.
+// the scrape's families are made of (messages, label pairs, buckets) is
+// zeroed and handed out again by the next scrape: nothing may refer to
+// the families after release (interned strings aside, which are never
+// modified).
 func (s *textScanner) release() {
-	clear(s.fams)
-	clear(s.strs)
+	clearOrDrop(&s.fams)
+	if len(s.groups) > keepMap {
+		s.groups = map[string]groupSlot{}
+	}
+	clearOrDrop(&s.out.families)
+	clearOrDrop(&s.out.byCanon)
+	clearOrDrop(&s.out.buckets)
 	clear(s.order)
+	clear(s.series)
+	if cap(s.series) > keepMap {
+		s.order, s.series = nil, nil
+	}
+	s.mem.reset()
 	*s = textScanner{fams: s.fams, strs: s.strs, verdicts: s.verdicts, bounds: s.bounds, names: s.names, order: s.order[:0],
+		groups: s.groups, gen: s.gen + 1, series: s.series[:0], out: s.out, mem: s.mem,
 		labels: s.labels[:0], sorted: s.sorted[:0], key: s.key[:0], lastGroupLabels: s.lastGroupLabels[:0],
 		lastLE: leLine{labels: s.lastLE.labels[:0]}}
 	select {
 	case scanners <- s:
 	default: // enough idle scanners
 	}
+}
+
+// clearOrDrop empties a map for reuse, or replaces it when it grew large.
+func clearOrDrop[K comparable, V any](m *map[K]V) {
+	if len(*m) > keepMap {
+		*m = map[K]V{}
+		return
+	}
+	clear(*m)
 }
 
 // errScanFallback says the scanner met input it does not parse itself.
@@ -89,11 +120,22 @@ type familyIndexInput struct {
 	byCanon map[string]*dto.MetricFamily
 	// buckets are the scanner's histograms' buckets (see familyIndex).
 	buckets map[*dto.Histogram][]Bucket
+	// scanner, when set, made the families and takes them back at release.
+	scanner *textScanner
+}
+
+// release hands the families' memory back to the scanner that made them,
+// if one did; the families must not be read afterwards. Not calling it
+// only forgoes the reuse.
+func (in familyIndexInput) release() {
+	if in.scanner != nil {
+		in.scanner.release()
+	}
 }
 
 func (in familyIndexInput) index() familyIndex {
 	if in.byCanon != nil {
-		return familyIndex{byName: in.byCanon, skipped: in.skipped, buckets: in.buckets}
+		return familyIndex{byName: in.byCanon, skipped: in.skipped, buckets: in.buckets, borrowed: in.scanner != nil}
 	}
 	fi := indexFamilies(in.families)
 	fi.skipped, fi.buckets = in.skipped, in.buckets
@@ -110,7 +152,8 @@ type textScanner struct {
 	// seen marks the watched prefixes of skipped families.
 	seen uint64
 	// strs interns label names and values: an engine repeats its model
-	// name and bucket bounds on every line.
+	// name and bucket bounds on every line, and every scrape. Bounded
+	// (cleared when full), since values come from upstreams.
 	strs map[string]*string
 	// lastName is the previous sample line's name, and lastRelevant
 	// whether it was kept; lastFamily (with lastCount and lastSum) what
@@ -121,27 +164,77 @@ type textScanner struct {
 	lastCount, lastSum bool
 	// lastLE is where the last fully read bucket line's le sat.
 	lastLE leLine
-	// lastGroup is the histogram or summary series of the last grouped
-	// line, with its family and labels.
+	// lastGroup is the histogram or summary series (an index in series)
+	// of the last grouped line, with its family and labels.
 	lastGroupFamily *scanFamily
-	lastGroup       *dto.Metric
+	lastGroup       int32
 	lastGroupLabels []scanLabel
+	// groups are the histogram and summary series by family and labels
+	// (le or quantile aside; see groupKey), which expfmt merges across
+	// lines, as indexes in series. Kept across scrapes (a series' key is
+	// the same every scrape), each entry stamped with the scrape, gen,
+	// that made it.
+	groups map[string]groupSlot
+	gen    uint32
+	series []scanSeries
 	// verdicts remembers relevant's answers, by wanted set and exposed name.
 	verdicts map[*wantedNames]map[string]bool
 	// bounds remembers parsed le values by their text.
 	bounds map[string]float64
 	// names remembers family names with their canonical form.
-	names map[string]cachedName
+	names map[string]*cachedName
 	// Per-line scratch.
 	labels, sorted []scanLabel
 	key            []byte
-	// Slabs the families' small messages come from, a chunk at a time.
-	metrics []dto.Metric
-	pairs   []dto.LabelPair
-	// buckets are the histograms' buckets, apart from their messages.
-	buckets map[*dto.Histogram][]Bucket
-	floats  []float64
-	uints   []uint64
+	// mem is what the families are made of, reused scrape after scrape.
+	mem scanArenas
+	// out is the result's maps, reused.
+	out familyIndexInput
+}
+
+// scanArenas are the arenas a scrape's families come from.
+type scanArenas struct {
+	metrics    arena[dto.Metric]
+	pairs      arena[dto.LabelPair]
+	pairPtrs   arena[*dto.LabelPair]
+	metricPtrs arena[*dto.Metric]
+	counters   arena[dto.Counter]
+	gauges     arena[dto.Gauge]
+	untypeds   arena[dto.Untyped]
+	histograms arena[dto.Histogram]
+	summaries  arena[dto.Summary]
+	families   arena[scanFamily]
+	buckets    arena[Bucket]
+	floats     arena[float64]
+	uints      arena[uint64]
+}
+
+func (m *scanArenas) reset() {
+	m.metrics.reset(keepChunks)
+	m.pairs.reset(keepChunks)
+	m.pairPtrs.reset(keepChunks)
+	m.metricPtrs.reset(keepChunks)
+	m.counters.reset(keepChunks)
+	m.gauges.reset(keepChunks)
+	m.untypeds.reset(keepChunks)
+	m.histograms.reset(keepChunks)
+	m.summaries.reset(keepChunks)
+	m.families.reset(keepChunks)
+	m.buckets.reset(keepChunks)
+	m.floats.reset(keepChunks)
+	m.uints.reset(keepChunks)
+}
+
+type groupSlot struct {
+	gen   uint32
+	index int32
+}
+
+// scanSeries is one histogram or summary series: its message, and a
+// histogram's buckets, kept apart from the message.
+type scanSeries struct {
+	m       *dto.Metric
+	buckets []Bucket
 }
 
 type scanLabel struct{ name, value []byte }
@@ -153,11 +246,9 @@ type scanFamily struct {
 	canon string // mf's name in canonical form
 	typed bool   // mf.Type is set (by a TYPE line or the first sample)
 	help  bool
-	// buckets is the most buckets a histogram of the family has had.
-	buckets int
-	// groups are a histogram's or summary's series by their labels (le or
-	// quantile aside), which expfmt merges across lines.
-	groups map[string]*dto.Metric
+	// name is the family's name as cached across scrapes, where the most
+	// buckets a histogram of the family has had is kept.
+	name *cachedName
 }
 
 // typ is mf.GetType(): COUNTER (the zero value) until typed, as in expfmt.
@@ -411,7 +502,8 @@ func (s *textScanner) family(name []byte) (f *scanFamily, count, sum bool) {
 		}
 	}
 	cn := s.familyName(name)
-	f = &scanFamily{canon: cn.canon}
+	f = s.mem.families.one(slabSize)
+	f.canon, f.name = cn.canon, cn
 	f.mf = &f.mfv
 	f.mf.Name = cn.raw
 	s.fams[*cn.raw] = f
@@ -420,18 +512,22 @@ func (s *textScanner) family(name []byte) (f *scanFamily, count, sum bool) {
 }
 
 // cachedName is a family name as exposed and in canonical form, kept by
-// the pooled scanner across scrapes so neither is allocated again.
+// the pooled scanner across scrapes so neither is allocated again, and
+// the most buckets a histogram of the family has had, so its next one's
+// are allocated at once.
 type cachedName struct {
-	raw   *string
-	canon string
+	raw     *string
+	canon   string
+	buckets int
+	series  int // the most series the family has had
 }
 
-func (s *textScanner) familyName(name []byte) cachedName {
+func (s *textScanner) familyName(name []byte) *cachedName {
 	if cn, ok := s.names[string(name)]; ok {
 		return cn
 	}
 	raw := string(name)
-	cn := cachedName{raw: &raw, canon: canonicalName(raw)}
+	cn := &cachedName{raw: &raw, canon: canonicalName(raw)}
 	if len(s.names) >= maxVerdicts {
 		clear(s.names)
 	}
@@ -520,33 +616,37 @@ func (s *textScanner) sample(line []byte) error {
 		// series, which keeps its first line's labels, as in expfmt. The
 		// lines of one series usually come together, in the same label
 		// order: then the previous line's series is this one's.
-		if f == s.lastGroupFamily && sameScanLabels(s.labels, s.lastGroupLabels) {
-			m = s.lastGroup
-		} else {
+		if f != s.lastGroupFamily || !sameScanLabels(s.labels, s.lastGroupLabels) {
 			key := s.groupKey(f.mf.GetName())
-			if m = f.groups[string(key)]; m == nil {
-				m = s.newSeries(f)
-				if f.groups == nil {
-					f.groups = map[string]*dto.Metric{}
-				}
-				f.groups[string(key)] = m
+			g, ok := s.groups[string(key)]
+			if !ok || g.gen != s.gen {
+				// New in this scrape (a key from an earlier one is
+				// overwritten, which allocates no key).
+				g = groupSlot{gen: s.gen, index: int32(len(s.series))}
+				s.series = append(s.series, scanSeries{m: s.newSeries(f)})
+				s.groups[string(key)] = g
 			}
-			s.lastGroupFamily, s.lastGroup = f, m
+			i := g.index
+			s.lastGroupFamily, s.lastGroup = f, i
 			s.lastGroupLabels = append(s.lastGroupLabels[:0], s.labels...)
 		}
+		m = s.series[s.lastGroup].m
 	} else {
 		m = s.newSeries(f)
 	}
 	switch t {
 	case dto.MetricType_COUNTER:
-		m.Counter = &dto.Counter{Value: s.float(value)}
+		m.Counter = s.mem.counters.one(slabSize)
+		m.Counter.Value = s.float(value)
 	case dto.MetricType_GAUGE:
-		m.Gauge = &dto.Gauge{Value: s.float(value)}
+		m.Gauge = s.mem.gauges.one(slabSize)
+		m.Gauge.Value = s.float(value)
 	case dto.MetricType_UNTYPED:
-		m.Untyped = &dto.Untyped{Value: s.float(value)}
+		m.Untyped = s.mem.untypeds.one(slabSize)
+		m.Untyped.Value = s.float(value)
 	case dto.MetricType_SUMMARY:
 		if m.Summary == nil {
-			m.Summary = &dto.Summary{}
+			m.Summary = s.mem.summaries.one(slabSize)
 		}
 		switch {
 		case isCount:
@@ -558,8 +658,7 @@ func (s *textScanner) sample(line []byte) error {
 		}
 	default: // histogram, gauge histogram
 		if m.Histogram == nil {
-			// Room for as many buckets as the family's last histogram had.
-			m.Histogram = &dto.Histogram{}
+			m.Histogram = s.mem.histograms.one(slabSize)
 		}
 		switch {
 		case isCount:
@@ -582,16 +681,15 @@ func (s *textScanner) sample(line []byte) error {
 			if u := uint64(value); value != float64(u) && value < 0 {
 				return errScanFallback
 			}
-			if s.buckets == nil {
-				s.buckets = map[*dto.Histogram][]Bucket{}
+			// A grouped line's series is s.lastGroup.
+			ser := &s.series[s.lastGroup]
+			if ser.buckets == nil {
+				// Room for as many buckets as the family's last
+				// histogram had.
+				ser.buckets = s.mem.buckets.take(max(f.name.buckets, 4), 256)[:0]
 			}
-			b := s.buckets[m.Histogram]
-			if b == nil {
-				b = make([]Bucket, 0, max(f.buckets, 4))
-			}
-			b = append(b, Bucket{UpperBound: bucket, Count: value})
-			s.buckets[m.Histogram] = b
-			f.buckets = max(f.buckets, len(b))
+			ser.buckets = append(ser.buckets, Bucket{UpperBound: bucket, Count: value})
+			f.name.buckets = max(f.name.buckets, len(ser.buckets))
 		}
 	}
 	if ts != nil {
@@ -602,11 +700,16 @@ func (s *textScanner) sample(line []byte) error {
 
 // newSeries appends a series with the line's labels to its family.
 func (s *textScanner) newSeries(f *scanFamily) *dto.Metric {
-	m := s.newMetric()
+	m := s.mem.metrics.one(slabSize)
 	if len(s.labels) > 0 {
 		m.Label = s.labelPairs()
 	}
+	if f.mf.Metric == nil {
+		// Room for as many series as the family had last time.
+		f.mf.Metric = s.mem.metricPtrs.take(max(f.name.series, 1), 4*slabSize)[:0]
+	}
 	f.mf.Metric = append(f.mf.Metric, m)
+	f.name.series = max(f.name.series, len(f.mf.Metric))
 	return m
 }
 
@@ -864,9 +967,9 @@ func (s *textScanner) groupKey(family string) []byte {
 
 // labelPairs builds the series' label pairs, in line order.
 func (s *textScanner) labelPairs() []*dto.LabelPair {
-	out := make([]*dto.LabelPair, len(s.labels))
+	out := s.mem.pairPtrs.take(len(s.labels), 4*slabSize)
 	for i, l := range s.labels {
-		p := s.newPair()
+		p := s.mem.pairs.one(4 * slabSize)
 		p.Name = s.intern(l.name)
 		p.Value = s.intern(l.value)
 		out[i] = p
@@ -880,43 +983,24 @@ func (s *textScanner) intern(b []byte) *string {
 	}
 	v := string(b)
 	p := &v
+	if len(s.strs) >= maxVerdicts {
+		clear(s.strs)
+	}
 	s.strs[v] = p
 	return p
 }
 
-// Slab sizes: a family's series and labels are tens per scrape, numbers
-// a few per series (buckets are kept apart), so small slabs waste little
-// on a small scrape and are few on a large one.
+// Arena chunk sizes: a family's series and labels are tens per scrape,
+// numbers a few per series (buckets are kept apart), so small chunks
+// waste little on a small scrape and are few on a large one.
 const (
 	slabSize       = 16
-	numberSlabSize = 32
+	numberSlabSize = 64
 )
 
-func (s *textScanner) newMetric() *dto.Metric {
-	if len(s.metrics) == 0 {
-		s.metrics = make([]dto.Metric, slabSize)
-	}
-	m := &s.metrics[0]
-	s.metrics = s.metrics[1:]
-	return m
-}
-
-func (s *textScanner) newPair() *dto.LabelPair {
-	if len(s.pairs) == 0 {
-		s.pairs = make([]dto.LabelPair, slabSize)
-	}
-	p := &s.pairs[0]
-	s.pairs = s.pairs[1:]
-	return p
-}
-
 func (s *textScanner) uint(v uint64) *uint64 {
-	if len(s.uints) == 0 {
-		s.uints = make([]uint64, numberSlabSize)
-	}
-	p := &s.uints[0]
+	p := s.mem.uints.one(numberSlabSize)
 	*p = v
-	s.uints = s.uints[1:]
 	return p
 }
 
@@ -974,12 +1058,8 @@ func (s *textScanner) bound(b []byte) (float64, error) {
 }
 
 func (s *textScanner) float(v float64) *float64 {
-	if len(s.floats) == 0 {
-		s.floats = make([]float64, numberSlabSize)
-	}
-	p := &s.floats[0]
+	p := s.mem.floats.one(numberSlabSize)
 	*p = v
-	s.floats = s.floats[1:]
 	return p
 }
 
@@ -988,10 +1068,15 @@ func (s *textScanner) float(v float64) *float64 {
 // (expfmt then makes a histogram's counts all float when one is: the
 // values stay the same, and the buckets here are floats already.)
 func (s *textScanner) result() familyIndexInput {
-	out := familyIndexInput{families: make(map[string]*dto.MetricFamily, len(s.order))}
+	out := &s.out
+	if out.families == nil {
+		out.families = make(map[string]*dto.MetricFamily, len(s.order))
+	}
 	// The canonical index, built here as indexFamilies builds it, from
 	// the names cached with their canonical form.
-	out.byCanon = make(map[string]*dto.MetricFamily, len(s.order))
+	if out.byCanon == nil {
+		out.byCanon = make(map[string]*dto.MetricFamily, len(s.order))
+	}
 	for _, f := range s.order {
 		if len(f.mf.Metric) == 0 {
 			continue
@@ -1003,11 +1088,20 @@ func (s *textScanner) result() familyIndexInput {
 			}
 		}
 	}
+	out.skipped = out.skipped[:0]
 	for i, p := range s.want.prefixes {
 		if s.seen&(1<<i) != 0 {
 			out.skipped = append(out.skipped, p.prefix)
 		}
 	}
-	out.buckets = s.buckets
-	return out
+	for _, ser := range s.series {
+		if ser.buckets != nil {
+			if out.buckets == nil {
+				out.buckets = map[*dto.Histogram][]Bucket{}
+			}
+			out.buckets[ser.m.Histogram] = ser.buckets
+		}
+	}
+	out.scanner = s
+	return *out
 }

@@ -3,10 +3,11 @@
 //
 //   - targets.go maps the config file's `targets` and `profiles` to Targets
 //     (discovery builds the same Targets from Kubernetes).
-//   - watcher.go is the Watcher: one scrape loop per replica and one per DCGM
-//     endpoint (dcgm_source.go), each replica's collector.Window, the
-//     evaluation of headroom by the knee package, and an immutable Round of
-//     every replica's latest ReplicaEval.
+//   - watcher.go is the Watcher: every replica's turns (schedule.go, one
+//     timer heap, turns in slots, run by warm workers, workers.go) and one
+//     loop per DCGM endpoint (dcgm_source.go), each replica's
+//     collector.Window, the evaluation of headroom by the knee package, and
+//     an immutable Round of every replica's latest ReplicaEval.
 //   - replay.go evaluates rounds from scrapes made elsewhere (recorded, or
 //     a simulator's in virtual time): the same evaluation without the loops.
 //   - exporter.go is the prometheus.Collector that turns the latest Round

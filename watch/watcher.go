@@ -80,7 +80,7 @@ type WatcherOptions struct {
 	TargetHeadroom float64 // for fleet sizing, 0..1
 	Knee           knee.Options
 	// Parallelism bounds concurrent engine scrapes in EvaluateOnce
-	// (default 16). Run gives every target its own loop instead; what
+	// (default 16). Run gives every target its own turns instead; what
 	// bounds its parallel scrapes is Limits' memory budget.
 	Parallelism int
 	Logger      *slog.Logger
@@ -95,10 +95,10 @@ type WatcherOptions struct {
 // Watcher scrapes every target, keeps a window per replica, evaluates
 // headroom, and publishes an immutable Round that the exporter reads.
 //
-// Under Run, every replica and every DCGM endpoint is scraped by its own
-// loop on its own schedule (staggered over the interval, as Prometheus
-// staggers its targets): a slow or hung source delays only itself, never
-// the other replicas' evaluations. Each replica's evaluation is stamped
+// Under Run, every replica and every DCGM endpoint is scraped on its own
+// cadence, staggered over the interval (replicas by one schedule, in
+// slots, see schedule.go; DCGM endpoints each by its own loop): a slow or
+// hung source delays only itself, never the other replicas' evaluations. Each replica's evaluation is stamped
 // with its own time; a Round gathers the latest evaluation of every
 // replica. EvaluateOnce and Replay evaluate every replica once, together,
 // for tests and virtual-time benches.
@@ -112,10 +112,10 @@ type Watcher struct {
 	sorted []*replicaState
 	dcgm   map[string]*dcgmSource // by URL, shared by the replicas of a node
 	// runCtx is Run's context while it runs (nil otherwise): SetTargets
-	// starts the loops of new targets under it. workers run the loops'
-	// evaluations while it runs.
-	runCtx  context.Context
-	workers *workers
+	// schedules new targets under it. schedule gives every replica its
+	// turns while it runs.
+	runCtx   context.Context
+	schedule *schedule
 	// dirty wakes the publisher after a replica evaluation.
 	dirty chan struct{}
 	// logs rate-limits repeated scrape failure and problem logs.
@@ -126,7 +126,7 @@ type Watcher struct {
 }
 
 type replicaState struct {
-	// mu serializes evaluations of the replica (its loop, EvaluateOnce,
+	// mu serializes evaluations of the replica (its turns, EvaluateOnce,
 	// Replay) and SetTargets' update of target: one owner of the window at
 	// a time.
 	mu       sync.Mutex
@@ -146,7 +146,7 @@ type replicaState struct {
 	footprint collector.Footprint
 	// last is the replica's latest evaluation, read by the publisher.
 	last atomic.Pointer[ReplicaEval]
-	// stop ends the replica's loop (nil when no loop runs); guarded by
+	// stop ends the replica's turns (nil when it has none); guarded by
 	// Watcher.mu.
 	stop context.CancelFunc
 	// edges logs SLO thresholds that fall between the scraped bucket edges.
@@ -371,7 +371,11 @@ func (w *Watcher) Run(ctx context.Context) error {
 	defer cancel()
 	w.mu.Lock()
 	w.runCtx = ctx
-	w.workers = newWorkers(ctx)
+	w.schedule = newSchedule(w.opts.Interval, newWorkers(ctx), func(ctx context.Context, s *replicaState) {
+		w.evaluateReplica(ctx, s, w.dcgmLatest)
+		w.signal()
+	})
+	go w.schedule.loop(ctx)
 	w.syncDCGMLocked()
 	for _, s := range w.targets {
 		w.startReplicaLocked(s)
@@ -379,7 +383,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
-		w.runCtx = nil
+		w.runCtx, w.schedule = nil, nil
 		for _, s := range w.targets {
 			s.stop = nil
 		}
@@ -413,38 +417,21 @@ func (w *Watcher) signal() {
 	}
 }
 
-// stagger spreads loops over the interval by a hash of their key, so the
-// scrapes of a large fleet do not all start at once, and a key keeps its
-// phase across restarts.
+// stagger spreads replicas over the interval by a hash of their key, so
+// the scrapes of a large fleet do not all start at once (the schedule
+// rounds it to its slots), and a key keeps its phase across restarts.
 func (w *Watcher) stagger(key string) time.Duration {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(key))
 	return time.Duration(h.Sum64() % uint64(w.opts.Interval))
 }
 
-// startReplicaLocked starts s's loop under runCtx. w.mu must be held.
+// startReplicaLocked schedules s's turns under runCtx, the first after
+// its stagger. w.mu must be held.
 func (w *Watcher) startReplicaLocked(s *replicaState) {
 	ctx, stop := context.WithCancel(w.runCtx)
 	s.stop = stop
-	offset := w.stagger(s.target.Replica)
-	pool := w.workers
-	go func() {
-		if !sleep(ctx, offset) {
-			return
-		}
-		t := time.NewTicker(w.opts.Interval)
-		defer t.Stop()
-		evaluate := func() { w.evaluateReplica(ctx, s, w.dcgmLatest) }
-		for {
-			pool.do(evaluate)
-			w.signal()
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	w.schedule.add(ctx, s, time.Now().Add(w.stagger(s.target.Replica)))
 }
 
 // sleep waits d or until ctx ends, reporting whether d passed.
