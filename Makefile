@@ -36,9 +36,10 @@ all: build
 # internal/release checks). Release tags are v$(VERSION).
 VERSION  := $(strip $(file < $(CURDIR)/VERSION))
 REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+# No branch is stamped: a commit's binary (and image) is the same whichever
+# branch, tag or detached checkout built it, as the Dockerfile's is.
 LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
-	-X github.com/prometheus/common/version.Revision=$(REVISION) \
-	-X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
+	-X github.com/prometheus/common/version.Revision=$(REVISION)
 
 # build writes bin/kneewatch, a static binary stamped with version and revision.
 build:
@@ -56,8 +57,8 @@ release-check:
 # of CA certificates, tzdata, passwd and LICENSE/NOTICE (whose license, read
 # from LICENSE, is the licenses label) with cmd/kneewatch-release:
 # no Docker engine. Files are stamped with the commit's time, so one commit
-# gives the same digests given the same Go, branch name (stamped in the
-# binary) and host ca-certificates and tzdata, whose versions the last line
+# gives the same digests given the same Go and host ca-certificates and
+# tzdata (from any branch or tag), whose versions the last line
 # of the output names (docs/release.md). `kneewatch-release push` pushes it.
 IMAGE_PLATFORMS   := linux/amd64 linux/arm64
 IMAGE_DIR         := dist/image
