@@ -160,10 +160,14 @@ func (g *generator) headroomGroup() *Group {
 	if o.SustainRequests <= 0 {
 		return nil
 	}
+	how := "averaged over"
+	if o.SustainByDimension {
+		how = "1 - the largest knee load ratio, each averaged (where judged at every evaluation) over"
+	}
 	gr := g.group("kneewatch-headroom",
-		fmt.Sprintf("Headroom to the knee averaged over the shortest window that holds at least %d finished requests\n"+
-			"(the page's level and trend arms read it): at a few requests a second the one-window headroom\n"+
-			"swings with every long request; a latency percentile is judged over that many requests too.", o.SustainRequests),
+		fmt.Sprintf("Headroom to the knee, %s\nthe shortest window that holds at least %d finished requests (the page's level and trend\n"+
+			"arms read it): at a few requests a second the one-window headroom swings with every long\n"+
+			"request; a latency percentile is judged over that many requests too.", how, o.SustainRequests),
 		[]rulefmt.Rule{g.record(recSustainedHeadroom, g.sustainedHeadroom())})
 	return &gr
 }
@@ -178,6 +182,17 @@ func (g *generator) sustainedHeadroom() parser.Expr {
 	over := func(w time.Duration) parser.Expr {
 		if w == 0 {
 			return g.perReplica(catalog.MetricReplicaHeadroom)
+		}
+		if o.SustainByDimension {
+			// Only dimensions judged at every evaluation in the window:
+			// effective_load is judged only at high load, and its mean
+			// over those evaluations alone would read the window's load
+			// as its busiest part.
+			ratios := g.kw(catalog.MetricReplicaKneeLoad)
+			judgedThroughout := pql.Gte(pql.Call("count_over_time", pql.Matrix(ratios, w)),
+				pql.Call("count_over_time", pql.Matrix(g.kw(catalog.MetricReplicaHeadroom), w)),
+				pql.Ignoring("dimension"), pql.GroupLeft())
+			return pql.Sub(pql.Num(1), pql.MaxBy(g.replicaBy(), pql.And(pql.AvgOverTime(ratios, w), judgedThroughout)))
 		}
 		return pql.MaxBy(g.replicaBy(), pql.AvgOverTime(g.kw(catalog.MetricReplicaHeadroom), w))
 	}

@@ -33,8 +33,9 @@ type oracle struct {
 	target *scrapeTarget
 	// last is the headroom family kneewatch exported last, kept to write
 	// the truth with the same labels at scrapes where kneewatch exported
-	// none (its evaluation was not ok).
-	last *dto.MetricFamily
+	// none (its evaluation was not ok); lastRatios the knee load ratio
+	// family, likewise, every dimension of which carries 1 - the truth.
+	last, lastRatios *dto.MetricFamily
 }
 
 func newOracle() *oracle {
@@ -52,6 +53,13 @@ func (o *oracle) scrape(at time.Time, kw map[string]*dto.MetricFamily, headroom 
 	}
 	if o.last != nil {
 		fams[name] = withGauge(o.last, headroom)
+	}
+	ratios := catalog.MetricReplicaKneeLoad.Name
+	if f, ok := kw[ratios]; ok && len(f.GetMetric()) > 0 {
+		o.lastRatios = f
+	}
+	if o.lastRatios != nil {
+		fams[ratios] = withGauge(o.lastRatios, 1-headroom)
 	}
 	if err := o.target.ingest(at, fams); err != nil {
 		return fmt.Errorf("oracle: %w", err)

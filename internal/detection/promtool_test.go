@@ -2,6 +2,7 @@ package detection
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,16 +85,22 @@ func TestPageFiresWhenPromtoolSaysItDoes(t *testing.T) {
 		expLabels[k] = labels[k]
 	}
 	eval := rep.Options.EvalInterval
+	inputs := []any{
+		map[string]any{"series": "kneewatch_replica_headroom_ratio{" + promLabels(labels) + "}", "values": promValues(res.Inferred)},
+		map[string]any{"series": "kneewatch_replica_requests_total{" + promLabels(labels) + "}", "values": promValues(res.RequestsExported)},
+	}
+	for d, vs := range res.KneeLoadExported {
+		withDim := maps.Clone(labels)
+		withDim["dimension"] = knee.Dimension(d).String()
+		inputs = append(inputs, map[string]any{"series": "kneewatch_replica_knee_load_ratio{" + promLabels(withDim) + "}", "values": promValues(vs)})
+	}
 	test := map[string]any{
 		"rule_files":          []string{"page.yaml"},
 		"evaluation_interval": model.Duration(eval).String(),
 		"group_eval_order":    order,
 		"tests": []any{map[string]any{
-			"interval": model.Duration(rep.Options.ScrapeInterval).String(),
-			"input_series": []any{
-				map[string]any{"series": "kneewatch_replica_headroom_ratio{" + promLabels(labels) + "}", "values": promValues(res.Inferred)},
-				map[string]any{"series": "kneewatch_replica_requests_total{" + promLabels(labels) + "}", "values": promValues(res.RequestsExported)},
-			},
+			"interval":     model.Duration(rep.Options.ScrapeInterval).String(),
+			"input_series": inputs,
 			"alert_rule_test": []any{
 				map[string]any{"eval_time": model.Duration(onset - eval).String(), "alertname": page.Alert, "exp_alerts": []any{}},
 				map[string]any{"eval_time": model.Duration(onset).String(), "alertname": page.Alert,

@@ -34,6 +34,10 @@ type ScenarioResult struct {
 	// each scrape (NaN where it exported none): with Inferred, what the
 	// page's sustained headroom is recorded from.
 	RequestsExported []float64
+	// KneeLoadExported is kneewatch's kneewatch_replica_knee_load_ratio
+	// at each scrape, per dimension (NaN where it exported none), which
+	// the sustained headroom averages.
+	KneeLoadExported [knee.NumDimensions][]float64
 	Evaluations      []knee.Result
 	Headroom         HeadroomError
 	// HeadroomErrors are the compared scrapes' errors behind Headroom, in
@@ -122,6 +126,10 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache,
 		}
 		res.Inferred = append(res.Inferred, headroom)
 		res.RequestsExported = append(res.RequestsExported, counterValue(kwFams, catalog.MetricReplicaRequests.Name))
+		ratios := gaugesByDimension(kwFams, catalog.MetricReplicaKneeLoad.Name)
+		for d := range res.KneeLoadExported {
+			res.KneeLoadExported[d] = append(res.KneeLoadExported[d], ratios[d])
+		}
 		res.Evaluations = append(res.Evaluations, round.Replicas[0].Result)
 		if whatIf != nil {
 			if err := whatIf.scrape(at, engineFams, dcgmFams); err != nil {
@@ -187,6 +195,32 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache,
 
 // counterValue is the first sample of a counter family, NaN when there is
 // none.
+// gaugesByDimension is the first replica's value of a gauge family per
+// dimension label, NaN for a dimension it does not carry.
+func gaugesByDimension(fams map[string]*dto.MetricFamily, name string) knee.Ratios {
+	var out knee.Ratios
+	for d := range out {
+		out[d] = math.NaN()
+	}
+	f := fams[name]
+	if f == nil {
+		return out
+	}
+	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() != "dimension" {
+				continue
+			}
+			for d := range out {
+				if knee.Dimension(d).String() == l.GetValue() {
+					out[d] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}
+
 func counterValue(fams map[string]*dto.MetricFamily, name string) float64 {
 	if f := fams[name]; f != nil && len(f.GetMetric()) > 0 {
 		return f.GetMetric()[0].GetCounter().GetValue()

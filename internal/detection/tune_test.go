@@ -28,18 +28,12 @@ func tuneVariants() []PageVariant {
 	longer := func(o *rules.HeadroomExhaustedOptions) {
 		o.SustainWindows = []time.Duration{0, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 20 * time.Minute, 30 * time.Minute}
 	}
+	byDim := func(o *rules.HeadroomExhaustedOptions) { o.SustainByDimension = true }
 	return []PageVariant{
-		{Name: "W windows to 30m", Options: with(longer), PastKnee: pk},
-		{Name: "W+H windows to 30m, hold 1m", Options: with(func(o *rules.HeadroomExhaustedOptions) {
+		{Name: "D mean per dimension judged throughout", Options: with(byDim), PastKnee: pk},
+		{Name: "D+W as D, windows to 30m", Options: with(func(o *rules.HeadroomExhaustedOptions) {
+			byDim(o)
 			longer(o)
-			o.BelowHold = time.Minute
-		}), PastKnee: pk},
-		{Name: "R200 200 requests, windows to 30m", Options: with(func(o *rules.HeadroomExhaustedOptions) {
-			longer(o)
-			o.SustainRequests = 200
-		}), PastKnee: pk},
-		{Name: "H hold 1m", Options: with(func(o *rules.HeadroomExhaustedOptions) {
-			o.BelowHold = time.Minute
 		}), PastKnee: pk},
 	}
 }

@@ -629,9 +629,10 @@ groups:
             >
               0
           )
-  # Headroom to the knee averaged over the shortest window that holds at least {{ $p.headroom_exhausted_sustain_requests.int }} finished requests
-  # (the page's level and trend arms read it): at a few requests a second the one-window headroom
-  # swings with every long request; a latency percentile is judged over that many requests too.
+  # Headroom to the knee, 1 - the largest knee load ratio, each averaged (where judged at every evaluation) over
+  # the shortest window that holds at least {{ $p.headroom_exhausted_sustain_requests.int }} finished requests (the page's level and trend
+  # arms read it): at a few requests a second the one-window headroom swings with every long
+  # request; a latency percentile is judged over that many requests too.
   - name: kneewatch-headroom
     rules:
       - record: kneewatch:replica_headroom_ratio:sustained
@@ -651,8 +652,18 @@ groups:
                   )
                 or
                   (
-                      max by (replica, model, profile, namespace, pod, cluster) (
-                        avg_over_time(kneewatch_replica_headroom_ratio[2m])
+                      (
+                          1
+                        -
+                          max by (replica, model, profile, namespace, pod, cluster) (
+                              avg_over_time(kneewatch_replica_knee_load_ratio[2m])
+                            and
+                              (
+                                  count_over_time(kneewatch_replica_knee_load_ratio[2m])
+                                >= ignoring (dimension) group_left ()
+                                  count_over_time(kneewatch_replica_headroom_ratio[2m])
+                              )
+                          )
                       )
                     and on (replica, model, profile, namespace, pod, cluster)
                       (
@@ -666,8 +677,18 @@ groups:
               )
             or
               (
-                  max by (replica, model, profile, namespace, pod, cluster) (
-                    avg_over_time(kneewatch_replica_headroom_ratio[5m])
+                  (
+                      1
+                    -
+                      max by (replica, model, profile, namespace, pod, cluster) (
+                          avg_over_time(kneewatch_replica_knee_load_ratio[5m])
+                        and
+                          (
+                              count_over_time(kneewatch_replica_knee_load_ratio[5m])
+                            >= ignoring (dimension) group_left ()
+                              count_over_time(kneewatch_replica_headroom_ratio[5m])
+                          )
+                      )
                   )
                 and on (replica, model, profile, namespace, pod, cluster)
                   (
@@ -680,8 +701,18 @@ groups:
               )
           )
           or
-          max by (replica, model, profile, namespace, pod, cluster) (
-            avg_over_time(kneewatch_replica_headroom_ratio[10m])
+          (
+              1
+            -
+              max by (replica, model, profile, namespace, pod, cluster) (
+                  avg_over_time(kneewatch_replica_knee_load_ratio[10m])
+                and
+                  (
+                      count_over_time(kneewatch_replica_knee_load_ratio[10m])
+                    >= ignoring (dimension) group_left ()
+                      count_over_time(kneewatch_replica_headroom_ratio[10m])
+                  )
+              )
           )
   # Ruler group: replica headroom recomputed in PromQL from the raw engine series, so a
   # Prometheus, Thanos or Mimir ruler can evaluate it at any scale. It covers these dimensions
