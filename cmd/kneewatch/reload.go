@@ -85,6 +85,9 @@ func (r *reloader) reloadLocked() error {
 	if err := cfg.CheckSettings(r.settings); err != nil {
 		return err
 	}
+	if err := checkAlerts(r.file, cfg, r.settings.Window.D()); err != nil {
+		return err
+	}
 	var restart []string
 	if !reflect.DeepEqual(cfg.Kubernetes, r.cfg.Kubernetes) {
 		restart = append(restart, "kubernetes")

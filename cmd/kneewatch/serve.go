@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/kneewatch/kneewatch/config"
 	"github.com/kneewatch/kneewatch/discovery"
+	"github.com/kneewatch/kneewatch/rules"
 	"github.com/kneewatch/kneewatch/server"
 	"github.com/kneewatch/kneewatch/shard"
 	"github.com/kneewatch/kneewatch/watch"
@@ -43,6 +45,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if err := cfg.CheckSettings(settings); err != nil {
+		return err
+	}
+	if err := checkAlerts(settings.ConfigFile, cfg, settings.Window.D()); err != nil {
 		return err
 	}
 	profiles, err := watch.LoadProfiles(cfg)
@@ -218,4 +223,15 @@ func serveWatcher(ctx context.Context, w *watch.Watcher, l net.Listener, webConf
 	}
 	g.Go(func() error { return server.Serve(ctx, l, h, webConfig, logger) })
 	return g.Wait()
+}
+
+// checkAlerts refuses a config whose alerts section `kneewatch rules`
+// would refuse: the section is only read by the rule generator, and a
+// --config.check that passes it would let the chart or a CI step render
+// rules from a file that cannot produce them.
+func checkAlerts(path string, cfg *config.Config, window time.Duration) error {
+	if _, err := rules.FromConfig(cfg.Alerts, window); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

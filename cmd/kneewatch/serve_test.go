@@ -85,6 +85,21 @@ func TestServeConfigCheckRejectsAnUnknownKeyNamingItsLine(t *testing.T) {
 	}
 }
 
+// An alerts section `kneewatch rules` refuses fails --config.check too, so
+// a file that passes the check always renders rules.
+func TestServeConfigCheckRejectsAlertsTheRulesRefuse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kneewatch.yml")
+	body := "targets:\n  - replica: a\n    metrics_url: http://a/metrics\n" +
+		"alerts:\n  headroom_exhausted:\n    predict_window: 10m\n    predict_confirm: 6m\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := run(context.Background(), []string{"serve", "--config.file", path, "--config.check"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "PredictConfirm: 6m must be shorter") {
+		t.Fatalf("error = %v, want one naming the file and the predict_confirm that is not shorter than the lookback", err)
+	}
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
