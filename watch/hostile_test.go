@@ -21,6 +21,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/config"
@@ -379,14 +380,14 @@ func exportedValue(t *testing.T, reg *prometheus.Registry, name, replica string)
 	return nil
 }
 
-// countSeries counts the series of name with the given labels.
-func countSeries(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) int {
+// seriesOf returns the series of name that carry the given labels.
+func seriesOf(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) []*dto.Metric {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var out []*dto.Metric
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
@@ -402,37 +403,24 @@ func countSeries(t *testing.T, reg *prometheus.Registry, name string, labels map
 					continue next
 				}
 			}
-			n++
+			out = append(out, m)
 		}
 	}
-	return n
+	return out
+}
+
+// countSeries counts the series of name with the given labels.
+func countSeries(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) int {
+	t.Helper()
+	return len(seriesOf(t, reg, name, labels))
 }
 
 // metricOf returns a collector of the single series of name with the given labels (0 when absent).
 func metricOf(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) prometheus.Collector {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "found"})
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue next
-				}
-			}
-			g.Set(m.GetGauge().GetValue())
-		}
+	for _, m := range seriesOf(t, reg, name, labels) {
+		g.Set(m.GetGauge().GetValue())
 	}
 	return g
 }
@@ -468,7 +456,7 @@ func TestHostileUpstreamFailuresAreLoggedOnceWithTokensRedacted(t *testing.T) {
 	t.Cleanup(srv.Close)
 	refused := freeLoopbackURL(t)
 
-	var logs syncBuffer
+	var logs testtools.SyncBuffer
 	w := NewWatcher(WatcherOptions{Interval: time.Second, Window: 4 * time.Second,
 		Limits: collector.ScrapeLimits{Timeout: time.Second},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -530,24 +518,6 @@ func freeLoopbackURL(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return "http://" + addr
-}
-
-// syncBuffer is a bytes.Buffer safe for the watcher's concurrent logging.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestZeroLimitsInTheConfigMeanNoLimit: series_limit: 0 and

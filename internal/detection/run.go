@@ -193,8 +193,6 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache,
 	return res, nil
 }
 
-// counterValue is the first sample of a counter family, NaN when there is
-// none.
 // gaugesByDimension is the first replica's value of a gauge family per
 // dimension label, NaN for a dimension it does not carry.
 func gaugesByDimension(fams map[string]*dto.MetricFamily, name string) knee.Ratios {
@@ -221,6 +219,8 @@ func gaugesByDimension(fams map[string]*dto.MetricFamily, name string) knee.Rati
 	return out
 }
 
+// counterValue is the first sample of a counter family, NaN when there is
+// none.
 func counterValue(fams map[string]*dto.MetricFamily, name string) float64 {
 	if f := fams[name]; f != nil && len(f.GetMetric()) > 0 {
 		return f.GetMetric()[0].GetCounter().GetValue()
