@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -67,7 +68,64 @@ func FromConfig(a config.Alerts, evaluationWindow time.Duration) (Options, error
 	o.Ruler.Window = evaluationWindow
 
 	if err := o.Validate(); err != nil {
-		return Options{}, fmt.Errorf("alerts section: %w", err)
+		// One line per problem, each naming its config key; two options
+		// read from one flag make one line.
+		var lines []string
+		var joined interface{ Unwrap() []error }
+		if errors.As(err, &joined) {
+			for _, e := range joined.Unwrap() {
+				if line := configNames.Replace(e.Error()); !slices.Contains(lines, line) {
+					lines = append(lines, line)
+				}
+			}
+		} else {
+			lines = []string{configNames.Replace(err.Error())}
+		}
+		return Options{}, fmt.Errorf("alerts section: %s", strings.Join(lines, "\n"))
 	}
 	return o, nil
 }
+
+// configNames rewrites the option names in a validation error into the
+// config keys the options came from, so an error from `kneewatch serve
+// --config.check` names what to edit in the file. Longer names come first:
+// the replacer tries its pairs in order at each position, and
+// HeadroomExhausted.Below is a prefix of HeadroomExhausted.BelowHold.
+var configNames = func() *strings.Replacer {
+	pairs := [][2]string{
+		{"HeadroomExhausted.PredictLookback", "the trend's lookback"},
+		{"HeadroomExhausted.SustainBaseWindow", "--evaluation.window"},
+		{"HeadroomExhausted.SustainRequests", "alerts.headroom_exhausted.sustain_requests"},
+		{"HeadroomExhausted.RecoveredAbove", "alerts.headroom_exhausted.recovered_above"},
+		{"HeadroomExhausted.PredictConfirm", "alerts.headroom_exhausted.predict_confirm"},
+		{"HeadroomExhausted.PredictHorizon", "alerts.headroom_exhausted.predict_window"},
+		{"HeadroomExhausted.KeepFiringFor", "alerts.headroom_exhausted.keep_firing_for"},
+		{"HeadroomExhausted.PredictBelow", "alerts.headroom_exhausted.predict_guard"},
+		{"HeadroomExhausted.BelowHold", "alerts.headroom_exhausted.hold"},
+		{"HeadroomExhausted.Below", "alerts.headroom_exhausted.below"},
+		{"HeadroomExhausted.For", "alerts.headroom_exhausted.for"},
+		{"KVCache.PreemptionsPerSecond", "alerts.kv_pressure.preemptions_per_second"},
+		{"PastKnee.KeepFiringFor", "alerts.past_knee.keep_firing_for"},
+		{"Probes.FailingWindow", "alerts.probes_failing.all_failing_for"},
+		{"Probes.SuccessBelow", "alerts.probes_failing.success_warning"},
+		{"HeadroomLow.Below", "alerts.headroom_low.below"},
+		{"Probes.SuccessFor", "alerts.probes_failing.for"},
+		{"DashboardBaseURL", "alerts.dashboard_base_url"},
+		{"KVCache.Margin", "alerts.kv_pressure.margin"},
+		{"HeadroomLow.For", "alerts.headroom_low.for"},
+		{"RunbookBaseURL", "alerts.runbook_base_url"},
+		{"PastKnee.Below", "alerts.past_knee.below"},
+		{"SLO.Objective", "alerts.slo_objective"},
+		{"Fleet.For", "alerts.fleet_capacity.for"},
+		{"KVCache.For", "alerts.kv_pressure.for"},
+		{"PastKnee.For", "alerts.past_knee.for"},
+		{"ExtraLabels", "alerts.labels"},
+		{"Ruler.Window", "--evaluation.window"},
+		{"Disabled", "alerts.disabled"},
+	}
+	var args []string
+	for _, p := range pairs {
+		args = append(args, p[0], p[1])
+	}
+	return strings.NewReplacer(args...)
+}()

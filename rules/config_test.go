@@ -178,7 +178,7 @@ func TestConfiguredValuesReachTheRenderedRules(t *testing.T) {
 
 func TestFromConfigRejectsAnUnusableEvaluationWindow(t *testing.T) {
 	_, err := FromConfig(config.DefaultAlerts(), 0)
-	want := "alerts section: rules: options: HeadroomExhausted.SustainBaseWindow: must be above 0, got 0s\nRuler.Window: must be above 0, got 0s"
+	want := "alerts section: --evaluation.window: must be above 0, got 0s"
 	if err == nil || err.Error() != want {
 		t.Errorf("FromConfig with a zero window: %v, want %q", err, want)
 	}
@@ -213,5 +213,20 @@ func TestTheConfigDefaultsAreTheRulesDefaults(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("the config's alert defaults differ from DefaultOptions (-rules +config):\n%s", diff)
+	}
+}
+
+// An option the config sets is named by its config key, not the Go field,
+// in FromConfig's errors: that is what the user edits.
+func TestFromConfigNamesTheConfigKeysOfBadOptions(t *testing.T) {
+	a := config.DefaultAlerts()
+	a.HeadroomExhausted.PredictWindow = config.Duration(10 * time.Minute)
+	a.HeadroomExhausted.PredictConfirm = config.Duration(6 * time.Minute)
+	a.HeadroomExhausted.Hold = config.Duration(-time.Second)
+	_, err := FromConfig(a, time.Minute)
+	want := "alerts section: alerts.headroom_exhausted.hold: must not be negative, got -1s\n" +
+		"alerts.headroom_exhausted.predict_confirm: 6m must be shorter than the trend's lookback (5m): it confirms the most recent part of the trend"
+	if err == nil || err.Error() != want {
+		t.Errorf("FromConfig = %v, want %q", err, want)
 	}
 }

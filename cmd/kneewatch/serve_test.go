@@ -95,7 +95,7 @@ func TestServeConfigCheckRejectsAlertsTheRulesRefuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := run(context.Background(), []string{"serve", "--config.file", path, "--config.check"}, io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "PredictConfirm: 6m must be shorter") {
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "alerts.headroom_exhausted.predict_confirm: 6m must be shorter") {
 		t.Fatalf("error = %v, want one naming the file and the predict_confirm that is not shorter than the lookback", err)
 	}
 }
