@@ -25,7 +25,9 @@ func TestTraceScenarios(t *testing.T) {
 	if !ok {
 		t.Skip("set KNEEWATCH_TRACE=half:id,… to trace generated scenarios")
 	}
-	suite, err := GenerateSuite(SuiteOptions{})
+	// KNEEWATCH_TUNE_SIZE as for TestTunePageVariants: a larger tune half.
+	size, _ := strconv.Atoi(os.Getenv("KNEEWATCH_TUNE_SIZE"))
+	suite, err := GenerateSuite(SuiteOptions{TuneSize: size})
 	if err != nil {
 		t.Fatal(err)
 	}
