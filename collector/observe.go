@@ -56,7 +56,33 @@ func Observe(w *Window, at time.Time, slo *knee.SLO) knee.Observation {
 	}
 	o.TTFT, o.TTFTAttainment = histogramView(w, SignalTTFT, at, ttftSLO)
 	o.TPOT, o.TPOTAttainment = histogramView(w, tpot, at, tpotSLO)
+	o.PromptTokensP99 = promptTailFloor(w, at)
 	return o
+}
+
+// promptTailFloor is the lower edge of the prompt-length bucket holding the
+// window's 99th percentile: a lower bound on it, never an interpolation.
+// The engine's buckets go 1-2-5 per decade, so inside one the
+// interpolated p99 of a chat mix (exactly ~1,100 tokens) read anywhere
+// from 1,000 to 1,900 with the two or three longest prompts of a window,
+// and a tail that only looks longer must not move the knee. Unknown over
+// fewer than 100 requests or without the histogram.
+func promptTailFloor(w *Window, at time.Time) float64 {
+	rates, err := w.bucketRates(SignalPromptLength, at)
+	if err != nil || !(observationsIn(w, rates) >= observationsNeededFor(0.99)) {
+		return knee.Unknown()
+	}
+	v, err := quantileOfRates(SignalPromptLength, 0.99, rates)
+	if err != nil || math.IsNaN(v.Value) {
+		return knee.Unknown()
+	}
+	floor := knee.Unknown()
+	for _, b := range rates {
+		if b.UpperBound < v.Value || (v.AboveHighestBound && b.UpperBound <= v.Value) {
+			floor = b.UpperBound
+		}
+	}
+	return floor
 }
 
 // littleMaxLatencyShare is the longest mean request latency, as a share of

@@ -75,12 +75,14 @@ const (
 	SignalE2ESecondsTotal    // cumulative end-to-end request seconds (engines without histograms)
 	SignalQueueSecondsTotal  // cumulative queueing seconds (engines without histograms)
 
-	// Histograms, all in seconds.
+	// Histograms, in seconds but for SignalPromptLength.
 	SignalTTFT      // time to first token, one observation per request
 	SignalTPOT      // mean time per output token, one observation per request
 	SignalITL       // inter-token latency, one observation per token interval
 	SignalE2E       // end-to-end request latency
 	SignalQueueTime // time spent waiting before scheduling
+	// SignalPromptLength is the prompt tokens of each finished request.
+	SignalPromptLength
 
 	signalCount // keep last
 )
@@ -126,6 +128,8 @@ var signalInfo = [signalCount]struct {
 	SignalITL:       {"itl_seconds", KindHistogram},
 	SignalE2E:       {"e2e_seconds", KindHistogram},
 	SignalQueueTime: {"queue_time_seconds", KindHistogram},
+
+	SignalPromptLength: {"prompt_length_tokens", KindHistogram},
 }
 
 // String returns the signal's stable snake_case name.

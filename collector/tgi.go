@@ -25,6 +25,7 @@ var tgiAdapter = specAdapter{
 		{signal: SignalTPOT, names: []string{"tgi_request_mean_time_per_token_duration"}},
 		{signal: SignalE2E, names: []string{"tgi_request_duration"}},
 		{signal: SignalQueueTime, names: []string{"tgi_request_queue_duration"}},
+		{signal: SignalPromptLength, names: []string{"tgi_request_input_length"}},
 	},
 	extra: tgiFinished,
 }

@@ -33,6 +33,7 @@ var vllmAdapter = specAdapter{
 		{signal: SignalITL, names: []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"}},
 		{signal: SignalE2E, names: []string{"vllm:e2e_request_latency_seconds"}},
 		{signal: SignalQueueTime, names: []string{"vllm:request_queue_time_seconds"}},
+		{signal: SignalPromptLength, names: []string{"vllm:request_prompt_tokens"}},
 	},
 	extra:         vllmCacheConfig,
 	extraFamilies: []string{vllmCacheConfigInfo},

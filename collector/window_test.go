@@ -289,3 +289,39 @@ func TestObserveGivesAQuantileOnlyOverEnoughObservations(t *testing.T) {
 		})
 	}
 }
+
+// The prompt tail is the lower edge of the bucket holding the window's p99
+// prompt length, over 100 requests or more: an interpolated p99 inside the
+// engine's wide 1-2-5 buckets must not read a tail as longer than it is.
+func TestObservePromptTailIsTheFloorOfThePercentilesBucket(t *testing.T) {
+	bounds := []float64{1000, 2000, 5000, 10000, 20000}
+	observe := func(counts ...float64) knee.Observation {
+		zeros := make([]float64, len(counts))
+		w := mustWindow(t, 30*time.Second, 10,
+			snap(10, nil, nil, map[Signal]Histogram{SignalPromptLength: hist(bounds, zeros...)}),
+			snap(25, nil, nil, map[Signal]Histogram{SignalPromptLength: hist(bounds, counts...)}),
+		)
+		return Observe(w, sec(25), nil)
+	}
+	tests := []struct {
+		name   string
+		counts []float64 // cumulative, the last the +Inf bucket
+		want   float64   // NaN: unknown
+	}{
+		// 200 RAG prompts, all in (2000, 5000]: the p99 lies inside that
+		// bucket, and 2000 is all the buckets say of it.
+		{"a mix inside one bucket", []float64{0, 0, 200, 200, 200, 200}, 2000},
+		// 4 of 200 in (10000, 20000]: the p99 is one of them.
+		{"a tail of long prompts", []float64{0, 0, 196, 196, 200, 200}, 10000},
+		{"past the highest bucket, the highest edge", []float64{0, 0, 190, 190, 190, 200}, 20000},
+		{"99 requests are too few for a p99", []float64{0, 0, 95, 95, 99, 99}, math.NaN()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := observe(tt.counts...).PromptTokensP99
+			if math.IsNaN(tt.want) != math.IsNaN(got) || (!math.IsNaN(tt.want) && got != tt.want) {
+				t.Errorf("prompt tail = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

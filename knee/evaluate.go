@@ -150,7 +150,9 @@ type Result struct {
 // The knee is the profile's, moved with the mix when the profile has a
 // mix model (see MixModel) and the observed mean prompt or output tokens
 // per request drift from the profile's by more than noise (mixNoiseBand,
-// see Profile.mixShiftAt). Result.Knee is the knee used, moved or not.
+// see Profile.mixShiftAt), or the observed p99 prompt (PromptTokensP99)
+// outgrows the profile's 99.9th percentile (P999PromptTokens) by more
+// than tailNoiseBand. Result.Knee is the knee used, moved or not.
 // Longer prompts are not the only shift that costs capacity: chat traffic
 // turning toward code-like requests with longer outputs at a constant
 // request rate breaks the SLO while the profile's knee still shows ~0.2 of
@@ -232,7 +234,7 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	if !mixJudged {
 		meanPrompt, meanOutput = nan, nan
 	}
-	shift := p.mixShiftAt(meanPrompt, meanOutput)
+	shift := p.mixShiftAt(meanPrompt, meanOutput, obs.PromptTokensP99)
 	r := Result{
 		OK:                    true,
 		Load:                  load,

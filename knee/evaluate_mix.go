@@ -11,6 +11,12 @@ import "math"
 // switching at it, keeps the knee continuous in the observed mix.
 const mixNoiseBand = 0.1
 
+// tailNoiseBand is how much longer than the profile's 99.9th percentile
+// the observed p99 prompt must be before it moves the knee (by the growth
+// past the band): the engine's 1-2-5 buckets put the observed p99 at the
+// lower edge of a bucket up to 2.5 times wide.
+const tailNoiseBand = 0.5
+
 // mixShift is how the profile's mix model moves the knee for an observed
 // mix: the factors by which the knee's concurrency, request rate and mean
 // prompt and output tokens move (all 1 when it does not), and whether it
@@ -33,13 +39,32 @@ var noMixShift = mixShift{concurrency: 1, rate: 1, prompt: 1, output: 1}
 // can turn back up; a knee that rose with heavier requests than any measured
 // would read headroom that is not there. Lighter requests than any measured
 // keep the lightest mix's knee rather than guess how far it rises.
-func (p *Profile) mixShiftAt(prompt, output float64) mixShift {
+//
+// promptP99 is the observed 99th percentile of prompt tokens (a lower
+// bound; unknown when not measured). A mix's knee can fall with its tail
+// while its mean barely moves: 2% of 8–16k-token prompts in a RAG
+// replica's traffic took a third off its knee while its mean prompt grew
+// 7%. The live p99 is read against the profile's 99.9th percentile
+// (P999PromptTokens), not its 99th: with the window's two or three
+// longest prompts deciding a p99, a chat replica's own longest prompts
+// read as a tail twice the profile's p99 in some windows and paged it.
+// Past that reference by more than tailNoiseBand, the prompts are read at
+// the tail's scale (the model's scaled mixes scale every prompt, their
+// tails with their means), when that is heavier than the mean says.
+func (p *Profile) mixShiftAt(prompt, output, promptP99 float64) mixShift {
 	m := p.MixModel
 	mp, mo := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
 	if m == nil || len(m.Points) == 0 || !(mp > 0) || !(mo > 0) {
 		return noMixShift
 	}
 	op := mp * (1 + shrink(prompt/mp-1))
+	// Only a tail past the band counts: one within it says nothing, and
+	// must not hold a lighter mean up at the profile's.
+	if ref := p.Workload.P999PromptTokens; ref > 0 && Known(promptP99) {
+		if grown := promptP99/ref - 1 - tailNoiseBand; grown > 0 {
+			op = max(op, mp*(1+grown))
+		}
+	}
 	oo := mo * (1 + shrink(output/mo-1))
 	if op == mp && oo == mo {
 		return noMixShift

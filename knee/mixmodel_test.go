@@ -192,16 +192,16 @@ func TestMixModelNeverExtrapolatesToAHigherKnee(t *testing.T) {
 	_, pHi, _, oHi := m.ranges()
 	p0, o0 := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
 	band := 1 + mixNoiseBand
-	edge := p.mixShiftAt(pHi*band, oHi*band) // shrunk back exactly onto the heaviest mix
+	edge := p.mixShiftAt(pHi*band, oHi*band, Unknown()) // shrunk back exactly onto the heaviest mix
 	for _, f := range []float64{1.5, 3, 10} {
-		s := p.mixShiftAt(pHi*band*f, oHi*band*f)
+		s := p.mixShiftAt(pHi*band*f, oHi*band*f, Unknown())
 		if s.concurrency > edge.concurrency*(1+1e-12) || s.rate > edge.rate*(1+1e-12) {
 			t.Errorf("%g× past the heaviest measured mix: knee ×%g at ×%g rate, above the edge's ×%g at ×%g",
 				f, s.concurrency, s.rate, edge.concurrency, edge.rate)
 		}
 	}
 	// Lighter than any measured: the lightest measured mix's knee.
-	if light := p.mixShiftAt(p0/10, o0/10); light.concurrency != 1 || light.rate != 1 {
+	if light := p.mixShiftAt(p0/10, o0/10, Unknown()); light.concurrency != 1 || light.rate != 1 {
 		t.Errorf("a mix 10× lighter than any measured moved the knee: ×%g at ×%g rate, want the lightest measured (×1)",
 			light.concurrency, light.rate)
 	}
@@ -294,5 +294,54 @@ func TestMeansOverTooFewRequestsMoveNoKneeAndCountNoPrompts(t *testing.T) {
 	// the moved knee.
 	if !(enough.Ratios[DimensionThroughput] > 1) {
 		t.Errorf("over %d requests the prompt rate, 10× the knee's, read as throughput ratio %g, want > 1", MinMixRequests, enough.Ratios[DimensionThroughput])
+	}
+}
+
+// A prompt tail that grew moves the knee as the model's mixes scaled to the
+// tail's length would, though the mean did not move; a tail within
+// tailNoiseBand, a shorter one, or a profile without the reference (one
+// written before it) moves nothing.
+func TestAPromptTailMovesTheKneeWhereTheMeanDoesNot(t *testing.T) {
+	p := loadMix(t)
+	mp, mo := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
+	ref := 3 * mp
+	p.Workload.P999PromptTokens = ref
+	nan := Unknown()
+
+	// Tail ×3: read at prompts ×(3 − tailNoiseBand) = ×2.5, as a mean of
+	// ×2.6 is read (shrunk by mixNoiseBand).
+	got, want := p.mixShiftAt(mp, mo, 3*ref), p.mixShiftAt(2.6*mp, mo, nan)
+	if !want.moved || !(want.concurrency < 1) {
+		t.Fatalf("prompts ×2.5 do not lower this profile's knee (×%g): the test means nothing", want.concurrency)
+	}
+	if !cmp.Equal(got, want, cmp.AllowUnexported(mixShift{}), cmpopts.EquateApprox(1e-12, 0)) {
+		t.Errorf("tail ×3 moves the knee ×%g at ×%g rate, want ×%g at ×%g (prompts ×2.5)", got.concurrency, got.rate, want.concurrency, want.rate)
+	}
+	// The longer of the two readings counts.
+	if both := p.mixShiftAt(2.6*mp, mo, 1.2*ref); both != want {
+		t.Errorf("a mean ×2.6 with a tail ×1.2 moved the knee ×%g, want the mean's ×%g", both.concurrency, want.concurrency)
+	}
+	// A tail within the band leaves a lighter mean's reading alone.
+	lighter := p.mixShiftAt(0.5*mp, mo, nan)
+	if !lighter.moved {
+		t.Fatal("prompts ×0.5 do not move this profile's knee: the check below means nothing")
+	}
+	if got := p.mixShiftAt(0.5*mp, mo, ref); got != lighter {
+		t.Errorf("a lighter mean with a tail at the reference moved the knee ×%g, want the mean's ×%g", got.concurrency, lighter.concurrency)
+	}
+	for _, c := range []struct {
+		name string
+		tail float64
+		ref  float64
+	}{
+		{"a tail within the band", (1 + tailNoiseBand) * ref, ref},
+		{"a shorter tail", ref / 3, ref},
+		{"an unknown tail", nan, ref},
+		{"a profile without the reference", 3 * ref, 0},
+	} {
+		p.Workload.P999PromptTokens = c.ref
+		if s := p.mixShiftAt(mp, mo, c.tail); s.moved {
+			t.Errorf("%s moved the knee ×%g", c.name, s.concurrency)
+		}
 	}
 }

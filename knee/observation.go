@@ -65,6 +65,10 @@ type Observation struct {
 	// unknown when not counted. Mix drift is judged only over at least
 	// MinMixRequests (see Result.MixDrift).
 	MixRequests float64
+	// PromptTokensP99 is the 99th percentile of the window's prompt
+	// tokens per request, from the engine's prompt-length histogram;
+	// unknown without one, or over fewer than 100 requests.
+	PromptTokensP99 float64
 
 	GPUUtilization float64 // 0..1
 }
@@ -80,7 +84,7 @@ func NewObservation() Observation {
 		TPOT:           LatencyQuantiles{nan, nan, nan},
 		TTFTAttainment: nan, TPOTAttainment: nan,
 		QueueGrowthPerSecond: nan,
-		MeanPromptTokens:     nan, MeanOutputTokens: nan, MixRequests: nan,
+		MeanPromptTokens:     nan, MeanOutputTokens: nan, MixRequests: nan, PromptTokensP99: nan,
 		GPUUtilization: nan,
 	}
 }

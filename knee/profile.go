@@ -62,6 +62,11 @@ type WorkloadInfo struct {
 	Source           string  `yaml:"source,omitempty" json:"source,omitempty"` // preset name, mix file or trace path
 	MeanPromptTokens float64 `yaml:"meanPromptTokens" json:"meanPromptTokens"`
 	MeanOutputTokens float64 `yaml:"meanOutputTokens" json:"meanOutputTokens"`
+	// P999PromptTokens is the mix's 99.9th percentile of prompt tokens per
+	// request (its longest prompt, from fewer than 1,000 requests): the
+	// reference a live prompt tail is read against (see
+	// Profile.mixShiftAt); 0 when the profile predates it.
+	P999PromptTokens float64 `yaml:"p999PromptTokens,omitempty" json:"p999PromptTokens,omitempty"`
 }
 
 // SweepInfo records how the curve was measured.

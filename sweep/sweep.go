@@ -353,6 +353,7 @@ func (cfg *Config) profile(out *Outcome, lowerBound bool) (*knee.Profile, error)
 			Source:           info.Source,
 			MeanPromptTokens: info.MeanPromptTokens,
 			MeanOutputTokens: info.MeanOutputTokens,
+			P999PromptTokens: math.Round(info.P999PromptTokens),
 		},
 		Sweep: knee.SweepInfo{
 			Tool:       "kneewatch sweep",
@@ -364,6 +365,7 @@ func (cfg *Config) profile(out *Outcome, lowerBound bool) (*knee.Profile, error)
 	// The means live traffic is compared with are the token counts the
 	// server reported (its own tokenizer), not the ones asked for.
 	var n, prompt, output float64
+	var prompts []int
 	for _, lv := range out.Levels {
 		p.Sweep.Levels = append(p.Sweep.Levels, int(lv.Point.Concurrency))
 		// A screened level measured again in full (the knee rested on it)
@@ -373,12 +375,14 @@ func (cfg *Config) profile(out *Outcome, lowerBound bool) (*knee.Profile, error)
 		for _, r := range lv.Results {
 			if r.Err == nil {
 				n, prompt, output = n+1, prompt+float64(r.PromptTokens), output+float64(r.OutputTokens)
+				prompts = append(prompts, r.PromptTokens)
 			}
 		}
 	}
 	if n > 0 {
 		p.Workload.MeanPromptTokens = math.Round(prompt/n*1000) / 1000
 		p.Workload.MeanOutputTokens = math.Round(output/n*1000) / 1000
+		p.Workload.P999PromptTokens = promptTail(prompts)
 	}
 	slices.SortFunc(p.Points, func(a, b knee.Point) int { return cmp.Compare(a.Concurrency, b.Concurrency) })
 	k, err := knee.FindFromPoints(p.Points, cfg.SLO)
@@ -408,4 +412,18 @@ func (cfg *Config) profileName(info workload.Info) string {
 		model = model[i+1:]
 	}
 	return strings.Trim(unsafeName.ReplaceAllString(model+"-"+info.Mix.Name, "-"), "-")
+}
+
+// promptTail is the 99.9th percentile of the prompt lengths the server
+// reported (their longest, from fewer than 1,000 requests), the reference
+// a live prompt tail is read against; 0 from fewer than 100 requests.
+func promptTail(lengths []int) float64 {
+	if len(lengths) < 100 {
+		return 0
+	}
+	t := workload.Trace{Records: make([]workload.Record, len(lengths))}
+	for i, l := range lengths {
+		t.Records[i].PromptTokens = l
+	}
+	return t.PromptTokensQuantile(0.999)
 }

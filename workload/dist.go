@@ -134,5 +134,22 @@ func (d Dist) Mean() float64 {
 	return 0
 }
 
+// Quantile is the token count below which a share q (0 < q < 1) of d's
+// draws fall, analytically like Mean: the lognormal's is Median·exp(Sigma·z_q)
+// clamped as Sample clamps.
+func (d Dist) Quantile(q float64) float64 {
+	switch d.Kind {
+	case KindFixed:
+		return float64(d.Value)
+	case KindUniform:
+		return float64(d.Min) + q*float64(d.Max-d.Min)
+	case KindLognormal:
+		lo, hi := d.bounds()
+		z := -math.Sqrt2 * math.Erfcinv(2*q)
+		return min(max(d.Median*math.Exp(d.Sigma*z), lo), hi)
+	}
+	return 0
+}
+
 // phi is the standard normal CDF.
 func phi(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }

@@ -3,6 +3,7 @@ package workload
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -71,6 +72,32 @@ func TestMeanAgreesWithSampling(t *testing.T) {
 			got, want := sum/n, d.Mean()
 			if math.Abs(got-want) > 0.01*want+0.5 {
 				t.Errorf("sampled mean %.2f, analytic Mean() %.2f: differ by more than 1%%", got, want)
+			}
+		})
+	}
+}
+
+func TestQuantileAgreesWithSampling(t *testing.T) {
+	dists := map[string]Dist{
+		"fixed":               {Kind: KindFixed, Value: 42},
+		"uniform":             {Kind: KindUniform, Min: 8000, Max: 16000},
+		"unbounded lognormal": {Kind: KindLognormal, Median: 133, Sigma: 0.9},
+		"clamped lognormal":   {Kind: KindLognormal, Median: 2800, Sigma: 0.25, Min: 1500, Max: 4500},
+	}
+	for name, d := range dists {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 11))
+			const n = 100000
+			draws := make([]int, n)
+			for i := range draws {
+				draws[i] = d.Sample(rng)
+			}
+			slices.Sort(draws)
+			for _, q := range []float64{0.5, 0.99} {
+				got, want := float64(draws[int(q*n)]), d.Quantile(q)
+				if math.Abs(got-want) > 0.02*want+1 {
+					t.Errorf("sampled p%g %.0f, analytic Quantile() %.1f: differ by more than 2%%", 100*q, got, want)
+				}
 			}
 		})
 	}

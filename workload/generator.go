@@ -28,6 +28,8 @@ type Info struct {
 	Mix              Mix
 	MeanPromptTokens float64
 	MeanOutputTokens float64
+	// P999PromptTokens is the 99.9th percentile of the prompt lengths.
+	P999PromptTokens float64
 	// TraceRecords is the number of records of a replayed trace, 0 for a mix.
 	TraceRecords int
 }
@@ -54,7 +56,8 @@ func NewMixGenerator(m Mix, source string, seed uint64) (*Generator, error) {
 		return nil, err
 	}
 	return &Generator{
-		info: Info{Source: source, Mix: m, MeanPromptTokens: m.MeanPromptTokens(), MeanOutputTokens: m.MeanOutputTokens()},
+		info: Info{Source: source, Mix: m, MeanPromptTokens: m.MeanPromptTokens(), MeanOutputTokens: m.MeanOutputTokens(),
+			P999PromptTokens: m.Prompt.Quantile(0.999)},
 		mix:  &m,
 		seed: seed,
 		rng:  rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
@@ -75,6 +78,7 @@ func NewTraceGenerator(t Trace) (*Generator, error) {
 			Mix:              Mix{Name: strings.TrimSuffix(filepath.Base(t.Source), filepath.Ext(t.Source))},
 			MeanPromptTokens: t.MeanPromptTokens(),
 			MeanOutputTokens: t.MeanOutputTokens(),
+			P999PromptTokens: t.PromptTokensQuantile(0.999),
 			TraceRecords:     len(t.Records),
 		},
 		trace: &t,

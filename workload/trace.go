@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,22 @@ func (t Trace) MeanPromptTokens() float64 {
 // zero-token outputs as the 1 token they are replayed as.
 func (t Trace) MeanOutputTokens() float64 {
 	return t.mean(func(r Record) int { return max(r.OutputTokens, 1) })
+}
+
+// PromptTokensQuantile is the q-quantile (0 < q < 1) of the trace's prompt
+// lengths: the shortest length at or above which no more than 1 − q of
+// the records lie.
+func (t Trace) PromptTokensQuantile(q float64) float64 {
+	if len(t.Records) == 0 {
+		return 0
+	}
+	lengths := make([]int, len(t.Records))
+	for i, r := range t.Records {
+		lengths[i] = r.PromptTokens
+	}
+	slices.Sort(lengths)
+	i := min(int(math.Ceil(q*float64(len(lengths))))-1, len(lengths)-1)
+	return float64(lengths[max(i, 0)])
 }
 
 func (t Trace) mean(f func(Record) int) float64 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,10 @@ func TestTunePageVariants(t *testing.T) {
 			seen[s.Name+"|"+s.Description] = true
 		}
 		scs = slices.DeleteFunc(slices.Clone(scs), func(s Scenario) bool { return seen[s.Name+"|"+s.Description] })
+	}
+	if fams := os.Getenv("KNEEWATCH_TUNE_FAMILIES"); fams != "" {
+		keep := strings.Split(fams, ",")
+		scs = slices.DeleteFunc(scs, func(s Scenario) bool { return !slices.Contains(keep, s.Family) })
 	}
 	if os.Getenv("KNEEWATCH_TUNE_SAFE") != "" {
 		scs = slices.DeleteFunc(scs, func(s Scenario) bool { return !s.Safe })

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 
@@ -156,6 +157,7 @@ func FindKnee(ctx context.Context, cfg KneeConfig) (knee.Profile, error) {
 			Source:           info.Source,
 			MeanPromptTokens: info.MeanPromptTokens,
 			MeanOutputTokens: info.MeanOutputTokens,
+			P999PromptTokens: math.Round(info.P999PromptTokens),
 		},
 		Sweep: knee.SweepInfo{
 			Tool:       "kneewatch sim knee",

@@ -144,6 +144,11 @@ func registerAll(reg prometheus.Registerer, cs ...prometheus.Collector) error {
 
 // buckets125 is vLLM's build_1_2_5_buckets(max): 1, 2, 5, 10, 20, 50, …
 // while the value stays ≤ max.
+// TokenBuckets are vLLM's bucket edges for its per-request token
+// histograms (vllm:request_prompt_tokens and the like) on a model of
+// maxModelLen tokens: 1, 2, 5, 10, 20, 50, … up to maxModelLen.
+func TokenBuckets(maxModelLen int) []float64 { return buckets125(maxModelLen) }
+
 func buckets125(max int) []float64 {
 	var out []float64
 	for exp := 1; ; exp *= 10 {
