@@ -62,18 +62,17 @@ func Observe(w *Window, at time.Time, slo *knee.SLO) knee.Observation {
 
 // promptTailFloor is the lower edge of the prompt-length bucket holding the
 // window's 99th percentile: a lower bound on it, never an interpolation.
-// The engine's buckets go 1-2-5 per decade, so inside one the
-// interpolated p99 of a chat mix (exactly ~1,100 tokens) read anywhere
-// from 1,000 to 1,900 with the two or three longest prompts of a window,
+// vLLM's buckets go 1-2-5 per decade, up to 2.5 times wide; where the p99
+// falls inside one depends on the window's two or three longest prompts,
 // and a tail that only looks longer must not move the knee. Unknown over
 // fewer than 100 requests or without the histogram.
 func promptTailFloor(w *Window, at time.Time) float64 {
 	rates, err := w.bucketRates(SignalPromptLength, at)
-	if err != nil || !(observationsIn(w, rates) >= observationsNeededFor(0.99)) {
+	if err != nil {
 		return knee.Unknown()
 	}
-	v, err := quantileOfRates(SignalPromptLength, 0.99, rates)
-	if err != nil || math.IsNaN(v.Value) {
+	v, ok := knownQuantile(SignalPromptLength, 0.99, rates, observationsIn(w, rates))
+	if !ok {
 		return knee.Unknown()
 	}
 	floor := knee.Unknown()
@@ -135,16 +134,26 @@ func histogramView(w *Window, sig Signal, at time.Time, threshold *float64) (kne
 	}
 	observed := observationsIn(w, rates)
 	q := func(phi float64) float64 {
-		if observed < observationsNeededFor(phi) {
-			return knee.Unknown()
+		if v, ok := knownQuantile(sig, phi, rates, observed); ok {
+			return v.Value
 		}
-		v, err := quantileOfRates(sig, phi, rates)
-		if err != nil || math.IsNaN(v.Value) {
-			return knee.Unknown()
-		}
-		return v.Value
+		return knee.Unknown()
 	}
 	return knee.LatencyQuantiles{P50: q(0.5), P90: q(0.9), P99: q(0.99)}, share
+}
+
+// knownQuantile is the phi-quantile of a histogram signal's bucket rates,
+// when the observations they stand for (observationsIn) are enough to have
+// one (see observationsNeededFor).
+func knownQuantile(sig Signal, phi float64, rates []Bucket, observed float64) (Quantile, bool) {
+	if !(observed >= observationsNeededFor(phi)) {
+		return Quantile{}, false
+	}
+	v, err := quantileOfRates(sig, phi, rates)
+	if err != nil || math.IsNaN(v.Value) {
+		return Quantile{}, false
+	}
+	return v, true
 }
 
 // observationsNeededFor is how many observations a window must hold for

@@ -42,12 +42,13 @@ var noMixShift = mixShift{concurrency: 1, rate: 1, prompt: 1, output: 1}
 //
 // promptP99 is the observed 99th percentile of prompt tokens (a lower
 // bound; unknown when not measured). A mix's knee can fall with its tail
-// while its mean barely moves: 2% of 8–16k-token prompts in a RAG
-// replica's traffic took a third off its knee while its mean prompt grew
-// 7%. The live p99 is read against the profile's 99.9th percentile
-// (P999PromptTokens), not its 99th: with the window's two or three
-// longest prompts deciding a p99, a chat replica's own longest prompts
-// read as a tail twice the profile's p99 in some windows and paged it.
+// while its mean barely moves: on the detection bench, a RAG replica whose
+// traffic turned 2% long-context (8–16k-token prompts) lost a third of its
+// knee while its mean prompt, by that mix, grew about 7%. The live p99 is
+// read against the profile's 99.9th percentile (P999PromptTokens), not its
+// 99th: with the window's two or three longest prompts deciding a p99, a
+// chat replica's own longest prompts read past the profile's p99 by more
+// than the band in some windows, and paged it.
 // Past that reference by more than tailNoiseBand, the prompts are read at
 // the tail's scale (the model's scaled mixes scale every prompt, their
 // tails with their means), when that is heavier than the mean says.

@@ -421,9 +421,5 @@ func promptTail(lengths []int) float64 {
 	if len(lengths) < 100 {
 		return 0
 	}
-	t := workload.Trace{Records: make([]workload.Record, len(lengths))}
-	for i, l := range lengths {
-		t.Records[i].PromptTokens = l
-	}
-	return t.PromptTokensQuantile(0.999)
+	return workload.LengthQuantile(lengths, 0.999)
 }

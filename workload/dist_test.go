@@ -48,6 +48,16 @@ func TestValidDistsPassValidation(t *testing.T) {
 	}
 }
 
+// sampled is n draws from d, from a fixed seed.
+func sampled(d Dist, n int) []int {
+	rng := rand.New(rand.NewPCG(7, 11))
+	draws := make([]int, n)
+	for i := range draws {
+		draws[i] = d.Sample(rng)
+	}
+	return draws
+}
+
 func TestMeanAgreesWithSampling(t *testing.T) {
 	dists := map[string]Dist{
 		"fixed":               {Kind: KindFixed, Value: 42},
@@ -63,11 +73,10 @@ func TestMeanAgreesWithSampling(t *testing.T) {
 	}
 	for name, d := range dists {
 		t.Run(name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(7, 11))
 			const n = 100000
 			sum := 0.0
-			for range n {
-				sum += float64(d.Sample(rng))
+			for _, v := range sampled(d, n) {
+				sum += float64(v)
 			}
 			got, want := sum/n, d.Mean()
 			if math.Abs(got-want) > 0.01*want+0.5 {
@@ -86,12 +95,8 @@ func TestQuantileAgreesWithSampling(t *testing.T) {
 	}
 	for name, d := range dists {
 		t.Run(name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(7, 11))
 			const n = 100000
-			draws := make([]int, n)
-			for i := range draws {
-				draws[i] = d.Sample(rng)
-			}
+			draws := sampled(d, n)
 			slices.Sort(draws)
 			for _, q := range []float64{0.5, 0.99} {
 				got, want := float64(draws[int(q*n)]), d.Quantile(q)

@@ -49,15 +49,21 @@ func (t Trace) MeanOutputTokens() float64 {
 }
 
 // PromptTokensQuantile is the q-quantile (0 < q < 1) of the trace's prompt
-// lengths: the shortest length at or above which no more than 1 − q of
-// the records lie.
+// lengths (see LengthQuantile).
 func (t Trace) PromptTokensQuantile(q float64) float64 {
-	if len(t.Records) == 0 {
-		return 0
-	}
 	lengths := make([]int, len(t.Records))
 	for i, r := range t.Records {
 		lengths[i] = r.PromptTokens
+	}
+	return LengthQuantile(lengths, q)
+}
+
+// LengthQuantile is the q-quantile (0 < q < 1) of token lengths: the
+// shortest length at or above which no more than 1 − q of them lie; 0
+// for none. lengths is sorted in place.
+func LengthQuantile(lengths []int, q float64) float64 {
+	if len(lengths) == 0 {
+		return 0
 	}
 	slices.Sort(lengths)
 	i := min(int(math.Ceil(q*float64(len(lengths))))-1, len(lengths)-1)
