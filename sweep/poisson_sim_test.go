@@ -2,11 +2,13 @@ package sweep
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
 )
 
@@ -54,11 +56,30 @@ func TestPoissonSweepFindsAKneeBelowTheClosedLoopOne(t *testing.T) {
 	if k.Arrivals != knee.ArrivalsPoisson || k.ClosedLoopConcurrency != closed.Concurrency {
 		t.Errorf("knee %+v: want arrivals poisson and the closed-loop knee %g for reference", k, closed.Concurrency)
 	}
-	if !(k.RequestsPerSecond < out.ClosedLoopRate) {
-		t.Errorf("the poisson knee's rate %g is not below the closed-loop knee's %g", k.RequestsPerSecond, out.ClosedLoopRate)
+	// The trials are fractions of the measured closed-loop rate, never above
+	// it. Whether they fall below it depends on that measurement: on a busy
+	// machine the wall-clock closed-loop search reads the knee low (every
+	// late step adds latency), and one Poisson trial at that rate can keep
+	// the SLO. So the strict claim, Poisson arrivals knee below closed-loop
+	// ones, is judged against the closed-loop knee the virtual-time engine
+	// measures, which no scheduling delay moves; a loaded machine only
+	// pushes the wall-clock Poisson knee further below it.
+	if k.RequestsPerSecond > out.ClosedLoopRate {
+		t.Errorf("the poisson knee's rate %g is above the closed-loop knee's %g it was searched under", k.RequestsPerSecond, out.ClosedLoopRate)
 	}
-	if !(k.Concurrency < closed.Concurrency) {
-		t.Errorf("the poisson knee's mean in-flight %g is not below the closed-loop knee %g", k.Concurrency, closed.Concurrency)
+	truth, err := sim.FindKnee(context.Background(), sim.KneeConfig{
+		Engine: sim.Config{Preset: p, Speed: kc.speed}, Workload: resolve(t, kc.workload), SLO: slo, Seed: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	truthRate := rateAt(truth, truth.Knee.Concurrency)
+	t.Logf("virtual-time closed-loop knee %g in flight at %.4g req/s", truth.Knee.Concurrency, truthRate)
+	if !(k.RequestsPerSecond < truthRate) {
+		t.Errorf("the poisson knee's rate %g is not below the closed-loop knee's %.4g (virtual time)", k.RequestsPerSecond, truthRate)
+	}
+	if !(k.Concurrency < truth.Knee.Concurrency) {
+		t.Errorf("the poisson knee's mean in-flight %g is not below the closed-loop knee %g (virtual time)", k.Concurrency, truth.Knee.Concurrency)
 	}
 	// The knee's trial was judged, not waved through for want of requests.
 	for _, tr := range out.Trials {
@@ -104,4 +125,14 @@ func TestPoissonSweepFindsAKneeBelowTheClosedLoopOne(t *testing.T) {
 		t.Errorf("trial at 4× the knee rate with a cap of 8: capped %v after %s, kept %v, breach %q", tr.Capped, tr.CappedAfter, tr.Kept, tr.Breach)
 	}
 	t.Logf("whole test %s", time.Since(start).Round(100*time.Millisecond))
+}
+
+// rateAt is the request rate a profile measured at concurrency c, or NaN.
+func rateAt(p knee.Profile, c float64) float64 {
+	for _, pt := range p.Points {
+		if pt.Concurrency == c {
+			return pt.RequestsPerSecond
+		}
+	}
+	return math.NaN()
 }
