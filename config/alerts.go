@@ -25,7 +25,7 @@ type Alerts struct {
 	HeadroomExhausted HeadroomExhausted `yaml:"headroom_exhausted"`
 	// PastKnee is the page for abrupt overload: headroom under Below while
 	// a latency SLO percentile is over its threshold, for For. Default
-	// below 0 for 15s.
+	// below 0, at once (for 0s; see rules.DefaultOptions for why).
 	PastKnee PastKnee `yaml:"past_knee"`
 	// SLOObjective is the share of requests that must meet the SLO, the base
 	// of the multi-window burn-rate alerts. At least 0.931, since the fast
@@ -139,7 +139,7 @@ func DefaultAlerts() Alerts {
 			PredictGuard:    0.6,
 			KeepFiringFor:   Duration(5 * time.Minute),
 		},
-		PastKnee:       PastKnee{Below: 0, For: Duration(15 * time.Second), KeepFiringFor: Duration(5 * time.Minute)},
+		PastKnee:       PastKnee{Below: 0, For: 0, KeepFiringFor: Duration(5 * time.Minute)},
 		SLOObjective:   0.99,
 		KVPressure:     KVPressure{Margin: 0.05, PreemptionsPerSecond: 0.1, For: Duration(10 * time.Minute)},
 		ProbesFailing:  ProbesFailing{SuccessWarning: 0.9, For: Duration(10 * time.Minute), AllFailingFor: Duration(5 * time.Minute)},

@@ -135,7 +135,7 @@ Each helper returns a JSON object; zero is true for a value of 0.
 {{- $_ := set $p "headroom_exhausted_predict_guard" (include "kneewatch.rules.ratio" (dict "values" .Values "path" "config.alerts.headroom_exhausted.predict_guard" "default" 0.6) | fromJson) }}
 {{- $_ := set $p "headroom_exhausted_keep_firing_for" (include "kneewatch.rules.duration" (dict "values" .Values "path" "config.alerts.headroom_exhausted.keep_firing_for" "default" "5m") | fromJson) }}
 {{- $_ := set $p "past_knee_below" (include "kneewatch.rules.ratio" (dict "values" .Values "path" "config.alerts.past_knee.below" "default" 0) | fromJson) }}
-{{- $_ := set $p "past_knee_for" (include "kneewatch.rules.duration" (dict "values" .Values "path" "config.alerts.past_knee.for" "default" "15s") | fromJson) }}
+{{- $_ := set $p "past_knee_for" (include "kneewatch.rules.duration" (dict "values" .Values "path" "config.alerts.past_knee.for" "default" "0s") | fromJson) }}
 {{- $_ := set $p "past_knee_keep_firing_for" (include "kneewatch.rules.duration" (dict "values" .Values "path" "config.alerts.past_knee.keep_firing_for" "default" "5m") | fromJson) }}
 {{- $_ := set $p "slo_objective" (include "kneewatch.rules.ratio" (dict "values" .Values "path" "config.alerts.slo_objective" "default" 0.99) | fromJson) }}
 {{- $_ := set $p "slo_budget" (include "kneewatch.rules.ratio" (dict "value" (subf 1 $p.slo_objective.value)) | fromJson) }}
