@@ -242,3 +242,20 @@ func scalarValue(t dto.MetricType, m *dto.Metric) (float64, bool) {
 	}
 	return 0, false
 }
+
+// AbsentHint says how to make engine export the family behind sig when an
+// engine exports it only when configured to, or "" when there is nothing
+// to turn on (the engine always exports it, or never does).
+func AbsentHint(engine string, sig Signal) string {
+	for _, a := range engineAdapters {
+		if a.name != engine {
+			continue
+		}
+		for _, m := range a.metrics {
+			if m.signal == sig && m.whenAbsent != "" {
+				return m.whenAbsent
+			}
+		}
+	}
+	return ""
+}

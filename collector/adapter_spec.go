@@ -32,6 +32,9 @@ type metricSpec struct {
 	// required signals produce a Problem when absent: without them the
 	// replica's load cannot be read.
 	required bool
+	// whenAbsent, for an optional family the engine exports only when
+	// configured to, says how to turn it on (see AbsentHint).
+	whenAbsent string
 }
 
 // specAdapter is an engine adapter driven by a table of metricSpecs. The

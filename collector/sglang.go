@@ -33,8 +33,8 @@ var sglangAdapter = specAdapter{
 		{signal: SignalITL, names: []string{"sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"}},
 		{signal: SignalE2E, names: []string{"sglang:e2e_request_latency_seconds"}},
 		{signal: SignalQueueTime, names: []string{"sglang:queue_time_seconds"}},
-		// Exported only with --collect-tokens-histogram.
-		{signal: SignalPromptLength, names: []string{"sglang:prompt_tokens_histogram"}},
+		{signal: SignalPromptLength, names: []string{"sglang:prompt_tokens_histogram"},
+			whenAbsent: "start SGLang with --collect-tokens-histogram to export sglang:prompt_tokens_histogram"},
 	},
 	extra:         sglangCacheConfig,
 	extraFamilies: []string{sglangCacheConfigInfo},

@@ -153,6 +153,9 @@ type replicaState struct {
 	edges collector.EdgeWarner
 	// engine is the adapter of the last good scrape, logged when it changes.
 	engine string
+	// tailChecked is set once a good scrape was checked for the
+	// prompt-length histogram (see noteTail); an engine change clears it.
+	tailChecked bool
 }
 
 // ProblemKey counts scrape problems by source ("engine", "dcgm") and kind
@@ -603,6 +606,7 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 	}
 	if out.err == nil {
 		s.noteEngine(w.opts.Logger, out.snap.Engine)
+		s.noteTail(w.opts.Logger, out.snap)
 	}
 	e.Engine = s.engine
 	if e.Model == "" {
@@ -755,6 +759,31 @@ func (s *replicaState) noteEngine(logger *slog.Logger, engine string) {
 		logger.Warn("engine changed", "replica", s.target.Replica, "from", s.engine, "to", engine)
 	}
 	s.engine = engine
+	s.tailChecked = false
+}
+
+// noteTail warns, once per replica and engine, when the replica's profile
+// records its prompt tail (workload.p999PromptTokens) but the engine's
+// scrape carries no prompt-length histogram to compare it with. The knee
+// then moves with the mean prompt only, and a mix that turns a few percent
+// long-context (its mean barely moving) goes unseen until latency shows
+// it. vLLM and TGI export the histogram by default; SGLang only when
+// started with --collect-tokens-histogram.
+func (s *replicaState) noteTail(logger *slog.Logger, snap collector.Snapshot) {
+	p := s.target.Profile
+	if s.tailChecked || p == nil || !(p.Workload.P999PromptTokens > 0) {
+		return
+	}
+	s.tailChecked = true
+	if _, ok := snap.Histogram(collector.SignalPromptLength); ok {
+		return
+	}
+	hint := collector.AbsentHint(snap.Engine, collector.SignalPromptLength)
+	if hint == "" {
+		hint = "the engine exports none"
+	}
+	logger.Warn("no prompt-length histogram: the knee moves with the mean prompt only, not with a long-prompt tail",
+		"replica", s.target.Replica, "engine", snap.Engine, "hint", hint)
 }
 
 func (w *Watcher) withCounters(e ReplicaEval, s *replicaState) ReplicaEval {
