@@ -234,7 +234,7 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	if !mixJudged {
 		meanPrompt, meanOutput = nan, nan
 	}
-	shift := p.mixShiftAt(meanPrompt, meanOutput, obs.PromptTokensP99)
+	shift := p.mixShiftAt(meanPrompt, meanOutput, obs.PromptTokensP99, mixNoiseBandFor(obs.MixRequests))
 	r := Result{
 		OK:                    true,
 		Load:                  load,

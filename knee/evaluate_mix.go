@@ -8,7 +8,9 @@ import "math"
 // requests/s a 1-minute window holds ~24 requests, and the chat mix's
 // lengths (lognormal σ 0.8–0.9, a coefficient of variation of ~1) give
 // that mean a standard error of ~20%. Shrinking by the band, rather than
-// switching at it, keeps the knee continuous in the observed mix.
+// switching at it, keeps the knee continuous in the observed mix. Over
+// fewer than 100 requests the band is the mean's standard error instead
+// (mixNoiseBandFor).
 const mixNoiseBand = 0.1
 
 // tailNoiseBand is how much longer than the profile's 99.9th percentile
@@ -28,9 +30,21 @@ type mixShift struct {
 
 var noMixShift = mixShift{concurrency: 1, rate: 1, prompt: 1, output: 1}
 
+// mixNoiseBandFor is the noise band of means taken over n requests: at
+// least mixNoiseBand, and at least the standard error of a mean of n
+// lengths whose coefficient of variation is about 1 (the chat, code and
+// RAG mixes' lognormals), 1/√n. An unknown n gets mixNoiseBand.
+func mixNoiseBandFor(n float64) float64 {
+	if !(n > 0) {
+		return mixNoiseBand
+	}
+	return max(mixNoiseBand, 1/math.Sqrt(n))
+}
+
 // mixShiftAt reads the mix model (see MixModel) at the observed means. A
 // mean that is unknown counts as the profile's own. Each mean is first
-// shrunk toward the profile's by mixNoiseBand. Within the range of means
+// shrunk toward the profile's by band (mixNoiseBandFor the requests it
+// was taken over). Within the range of means
 // measured, the model is read as fitted. Outside it, the mean is held at
 // the nearest measured one, and past the heaviest measured, the model may
 // only lower the knee further: its slope at the edge is followed when that
@@ -52,13 +66,13 @@ var noMixShift = mixShift{concurrency: 1, rate: 1, prompt: 1, output: 1}
 // Past that reference by more than tailNoiseBand, the prompts are read at
 // the tail's scale (the model's scaled mixes scale every prompt, their
 // tails with their means), when that is heavier than the mean says.
-func (p *Profile) mixShiftAt(prompt, output, promptP99 float64) mixShift {
+func (p *Profile) mixShiftAt(prompt, output, promptP99, band float64) mixShift {
 	m := p.MixModel
 	mp, mo := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
 	if m == nil || len(m.Points) == 0 || !(mp > 0) || !(mo > 0) {
 		return noMixShift
 	}
-	op := mp * (1 + shrink(prompt/mp-1))
+	op := mp * (1 + shrinkBy(prompt/mp-1, band))
 	// Only a tail past the band counts: one within it says nothing, and
 	// must not hold a lighter mean up at the profile's.
 	if ref := p.Workload.P999PromptTokens; ref > 0 && Known(promptP99) {
@@ -66,7 +80,7 @@ func (p *Profile) mixShiftAt(prompt, output, promptP99 float64) mixShift {
 			op = max(op, mp*(1+grown))
 		}
 	}
-	oo := mo * (1 + shrink(output/mo-1))
+	oo := mo * (1 + shrinkBy(output/mo-1, band))
 	if op == mp && oo == mo {
 		return noMixShift
 	}
@@ -100,13 +114,13 @@ func edgeOrLower(q LogQuadratic, xc, zc, dx, dz, lo, hi float64) float64 {
 	return min(v, v+gx*dx+gz*dz)
 }
 
-// shrink moves a relative drift toward 0 by mixNoiseBand; an unknown drift
+// shrinkBy moves a relative drift toward 0 by band; an unknown drift
 // (an unknown or negative mean) is 0.
-func shrink(d float64) float64 {
+func shrinkBy(d, band float64) float64 {
 	if !Known(d) || d < -1 {
 		return 0
 	}
-	return math.Copysign(max(math.Abs(d)-mixNoiseBand, 0), d)
+	return math.Copysign(max(math.Abs(d)-band, 0), d)
 }
 
 // movedKnee is k moved by s: its concurrency and request rate by the

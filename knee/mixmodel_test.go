@@ -192,16 +192,16 @@ func TestMixModelNeverExtrapolatesToAHigherKnee(t *testing.T) {
 	_, pHi, _, oHi := m.ranges()
 	p0, o0 := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
 	band := 1 + mixNoiseBand
-	edge := p.mixShiftAt(pHi*band, oHi*band, Unknown()) // shrunk back exactly onto the heaviest mix
+	edge := p.mixShiftAt(pHi*band, oHi*band, Unknown(), mixNoiseBand) // shrunk back exactly onto the heaviest mix
 	for _, f := range []float64{1.5, 3, 10} {
-		s := p.mixShiftAt(pHi*band*f, oHi*band*f, Unknown())
+		s := p.mixShiftAt(pHi*band*f, oHi*band*f, Unknown(), mixNoiseBand)
 		if s.concurrency > edge.concurrency*(1+1e-12) || s.rate > edge.rate*(1+1e-12) {
 			t.Errorf("%g× past the heaviest measured mix: knee ×%g at ×%g rate, above the edge's ×%g at ×%g",
 				f, s.concurrency, s.rate, edge.concurrency, edge.rate)
 		}
 	}
 	// Lighter than any measured: the lightest measured mix's knee.
-	if light := p.mixShiftAt(p0/10, o0/10, Unknown()); light.concurrency != 1 || light.rate != 1 {
+	if light := p.mixShiftAt(p0/10, o0/10, Unknown(), mixNoiseBand); light.concurrency != 1 || light.rate != 1 {
 		t.Errorf("a mix 10× lighter than any measured moved the knee: ×%g at ×%g rate, want the lightest measured (×1)",
 			light.concurrency, light.rate)
 	}
@@ -297,6 +297,35 @@ func TestMeansOverTooFewRequestsMoveNoKneeAndCountNoPrompts(t *testing.T) {
 	}
 }
 
+// A mean over few requests is shrunk by its standard error, not only by
+// mixNoiseBand: outputs 20% longer than the profile's, over 25 requests
+// (a standard error of ~20% at a coefficient of variation of 1), move the
+// knee not at all; over 400 requests they move it as outputs 10% longer
+// do (shrunk by the band).
+func TestAMeanOverFewRequestsIsShrunkByItsStandardError(t *testing.T) {
+	p := poissonMix(t)
+	o0 := p.Workload.MeanOutputTokens
+	obs := func(requests float64) Observation {
+		return observe(p.Knee.Concurrency/2, func(o *Observation) {
+			o.MeanPromptTokens, o.MeanOutputTokens = p.Workload.MeanPromptTokens, 1.2*o0
+			o.MixRequests = requests
+		})
+	}
+	want := p.mixShiftAt(Unknown(), 1.1*o0, Unknown(), 0)
+	if !want.moved || want.concurrency == 1 {
+		t.Fatal("outputs 10% longer do not move this profile's knee: the test means nothing")
+	}
+	if few := Evaluate(obs(25), p, Options{}); few.Knee.Concurrency != p.Knee.Concurrency {
+		t.Errorf("outputs +20%% over 25 requests moved the knee to %g, want the profile's %g", few.Knee.Concurrency, p.Knee.Concurrency)
+	}
+	if many := Evaluate(obs(400), p, Options{}); math.Abs(many.Knee.Concurrency-p.Knee.Concurrency*want.concurrency) > 1e-9 {
+		t.Errorf("outputs +20%% over 400 requests put the knee at %g, want %g (outputs +10%%)", many.Knee.Concurrency, p.Knee.Concurrency*want.concurrency)
+	}
+	if got := mixNoiseBandFor(Unknown()); got != mixNoiseBand {
+		t.Errorf("an unknown request count gets band %g, want %g", got, mixNoiseBand)
+	}
+}
+
 // A prompt tail that grew moves the knee as the model's mixes scaled to the
 // tail's length would, though the mean did not move; a tail within
 // tailNoiseBand, a shorter one, or a profile without the reference (one
@@ -310,7 +339,7 @@ func TestAPromptTailMovesTheKneeWhereTheMeanDoesNot(t *testing.T) {
 
 	// Tail ×3: read at prompts ×(3 − tailNoiseBand) = ×2.5, as a mean of
 	// ×2.6 is read (shrunk by mixNoiseBand).
-	got, want := p.mixShiftAt(mp, mo, 3*ref), p.mixShiftAt(2.6*mp, mo, nan)
+	got, want := p.mixShiftAt(mp, mo, 3*ref, mixNoiseBand), p.mixShiftAt(2.6*mp, mo, nan, mixNoiseBand)
 	if !want.moved || !(want.concurrency < 1) {
 		t.Fatalf("prompts ×2.5 do not lower this profile's knee (×%g): the test means nothing", want.concurrency)
 	}
@@ -318,15 +347,15 @@ func TestAPromptTailMovesTheKneeWhereTheMeanDoesNot(t *testing.T) {
 		t.Errorf("tail ×3 moves the knee ×%g at ×%g rate, want ×%g at ×%g (prompts ×2.5)", got.concurrency, got.rate, want.concurrency, want.rate)
 	}
 	// The longer of the two readings counts.
-	if both := p.mixShiftAt(2.6*mp, mo, 1.2*ref); both != want {
+	if both := p.mixShiftAt(2.6*mp, mo, 1.2*ref, mixNoiseBand); both != want {
 		t.Errorf("a mean ×2.6 with a tail ×1.2 moved the knee ×%g, want the mean's ×%g", both.concurrency, want.concurrency)
 	}
 	// A tail within the band leaves a lighter mean's reading alone.
-	lighter := p.mixShiftAt(0.5*mp, mo, nan)
+	lighter := p.mixShiftAt(0.5*mp, mo, nan, mixNoiseBand)
 	if !lighter.moved {
 		t.Fatal("prompts ×0.5 do not move this profile's knee: the check below means nothing")
 	}
-	if got := p.mixShiftAt(0.5*mp, mo, ref); got != lighter {
+	if got := p.mixShiftAt(0.5*mp, mo, ref, mixNoiseBand); got != lighter {
 		t.Errorf("a lighter mean with a tail at the reference moved the knee ×%g, want the mean's ×%g", got.concurrency, lighter.concurrency)
 	}
 	for _, c := range []struct {
@@ -340,7 +369,7 @@ func TestAPromptTailMovesTheKneeWhereTheMeanDoesNot(t *testing.T) {
 		{"a profile without the reference", 3 * ref, 0},
 	} {
 		p.Workload.P999PromptTokens = c.ref
-		if s := p.mixShiftAt(mp, mo, c.tail); s.moved {
+		if s := p.mixShiftAt(mp, mo, c.tail, mixNoiseBand); s.moved {
 			t.Errorf("%s moved the knee ×%g", c.name, s.concurrency)
 		}
 	}

@@ -36,6 +36,9 @@ import (
 // held 0s or 15s instead of 30s paged 12 safe scenarios (39 false pages in
 // all, against 36) and no early-possible breach more (37 of 44).
 func tuneVariants() []PageVariant {
+	if os.Getenv("KNEEWATCH_TUNE_SHIPPED") != "" {
+		return nil // the shipped page and the oracle only: an inference change's A/B
+	}
 	def := rules.DefaultOptions()
 	pk := &def.PastKnee
 	sustain := func(requests int, hold time.Duration, windows ...time.Duration) rules.HeadroomExhaustedOptions {
