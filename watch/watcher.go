@@ -153,9 +153,10 @@ type replicaState struct {
 	edges collector.EdgeWarner
 	// engine is the adapter of the last good scrape, logged when it changes.
 	engine string
-	// tailChecked is set once a good scrape was checked for the
-	// prompt-length histogram (see noteTail); an engine change clears it.
-	tailChecked bool
+	// tailCheckedFor is the profile a good scrape was last checked against
+	// for the prompt-length histogram (see noteTail): a reloaded profile
+	// is checked again, and an engine change clears it.
+	tailCheckedFor *knee.Profile
 }
 
 // ProblemKey counts scrape problems by source ("engine", "dcgm") and kind
@@ -759,10 +760,10 @@ func (s *replicaState) noteEngine(logger *slog.Logger, engine string) {
 		logger.Warn("engine changed", "replica", s.target.Replica, "from", s.engine, "to", engine)
 	}
 	s.engine = engine
-	s.tailChecked = false
+	s.tailCheckedFor = nil
 }
 
-// noteTail warns, once per replica and engine, when the replica's profile
+// noteTail warns, once per replica, engine and profile, when the replica's profile
 // records its prompt tail (workload.p999PromptTokens) but the engine's
 // scrape carries no prompt-length histogram to compare it with. The knee
 // then moves with the mean prompt only, and a mix that turns a few percent
@@ -771,10 +772,10 @@ func (s *replicaState) noteEngine(logger *slog.Logger, engine string) {
 // started with --collect-tokens-histogram.
 func (s *replicaState) noteTail(logger *slog.Logger, snap collector.Snapshot) {
 	p := s.target.Profile
-	if s.tailChecked || p == nil || !(p.Workload.P999PromptTokens > 0) {
+	if p == nil || p == s.tailCheckedFor || !(p.Workload.P999PromptTokens > 0) {
 		return
 	}
-	s.tailChecked = true
+	s.tailCheckedFor = p
 	if _, ok := snap.Histogram(collector.SignalPromptLength); ok {
 		return
 	}
