@@ -121,7 +121,7 @@ var (
 	MetricKneeKV = MetricDesc{"kneewatch_knee_kv_cache_usage_ratio", Gauge,
 		"KV-cache usage at the replica's knee.", replicaLabels}
 	MetricKneeKVReference = MetricDesc{"kneewatch_knee_kv_cache_reference_ratio", Gauge,
-		"KV-cache usage at which the kv_cache dimension's knee ratio reads 1: the knee's own usage for a KV-bound knee, else the saturation level (or the knee's usage if higher). The ruler group divides the engine's KV usage by it.", replicaLabels}
+		"KV-cache usage at which the kv_cache dimension's knee ratio reads 1: the knee's own usage for a KV-bound knee without a mix model (or on a replica whose mean prompt and output are not measured), else the saturation level (or the knee's usage if higher). The ruler group divides the engine's KV usage by it.", replicaLabels}
 	// The profile's measured latency-throughput curve, one series per swept
 	// concurrency and per profile (not per replica: replicas sharing a
 	// profile share its curve, joined on the profile label), so the

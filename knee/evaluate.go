@@ -187,7 +187,9 @@ type Result struct {
 //     about distance (it can be 0.1 at the knee), so the reference is
 //     saturation (Options.KVSaturation, or the knee's usage if higher): the
 //     ratio stays small until a mix of longer contexts starts filling the
-//     cache, then reaches 1 when the cache is nearly full.
+//     cache, then reaches 1 when the cache is nearly full. A KV-bound knee
+//     is read against saturation too when its profile has a mix model and
+//     the replica's mix is measured (see kvReference).
 //   - effective_load: load ÷ the profile's knee (not moved by the mix: the
 //     speed it reads already falls for heavier requests) moved by the
 //     replica's speed, from
@@ -268,7 +270,7 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 
 	kv := obs.KVCacheUsage
 	kvSat := opts.kvSaturation()
-	r.KVCacheReference = p.kvReference(opts)
+	r.KVCacheReference = p.kvReference(opts, Known(obs.MeanPromptTokens) && Known(obs.MeanOutputTokens))
 	if nonNegative(kv) {
 		r.Ratios[DimensionKVCache] = kv / r.KVCacheReference
 	}
@@ -350,17 +352,31 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	return r
 }
 
-// notOK is a Result with every value unknown.
 // kvReference is the KV-cache usage at which the kv_cache ratio reads 1
 // (see Evaluate): the knee's own usage for a KV-bound knee, else the
 // saturation level, or the knee's usage if higher.
-func (p *Profile) kvReference(opts Options) float64 {
-	if p.Knee.LimitingResource == ResourceKVCache && p.Knee.KVCacheUsage > 0 {
+//
+// A KV-bound knee whose profile has a mix model, on a replica whose mix is
+// measured, is read against saturation too. Its KV usage is then in-flight
+// requests × their context, and both halves are measured already: the load
+// dimension counts the requests against a knee the mix model has moved for
+// longer contexts. Against the knee's own usage, the product read the same
+// load again with the noise of each window's context per request. On the
+// tune half, an 8B/L4 code replica (a knee at 0.51 usage, KV-bound by its
+// trial's preemptions) held at 0.81 of its knee read KV 1.0–1.58 of the
+// knee's for minutes while in-flight load read 0.85–1.24 and the p99 TTFT
+// stayed under a tenth of its SLO, and paged. Without a mix model, or
+// without the means to read it by, the knee's own usage stays the
+// reference: the KV cache is then what sees the contexts grow.
+func (p *Profile) kvReference(opts Options, mixMeasured bool) float64 {
+	kvBound := p.Knee.LimitingResource == ResourceKVCache && p.Knee.KVCacheUsage > 0
+	if kvBound && !(mixMeasured && p.MixModel != nil && len(p.MixModel.Points) > 0) {
 		return p.Knee.KVCacheUsage
 	}
 	return max(p.Knee.KVCacheUsage, opts.kvSaturation())
 }
 
+// notOK is a Result with every value unknown.
 func notOK(reason string) Result {
 	nan := Unknown()
 	r := Result{

@@ -374,3 +374,60 @@ func TestAPromptTailMovesTheKneeWhereTheMeanDoesNot(t *testing.T) {
 		}
 	}
 }
+
+// A KV-bound knee with a mix model, on a replica whose mix is measured,
+// reads its cache against saturation: the load against the moved knee
+// already counts requests × their context, and the knee's own usage read
+// the same load again with each window's noise in context per request.
+// Without the model, or without the means, the knee's usage stays the
+// reference.
+func TestAKVBoundKneeWithAMixModelReadsItsCacheAgainstSaturation(t *testing.T) {
+	kvBound := func(withModel bool) *Profile {
+		p := poissonMix(t)
+		p.Knee.LimitingResource, p.Knee.KVCacheUsage = ResourceKVCache, 0.5
+		if !withModel {
+			p.MixModel = nil
+		}
+		return p
+	}
+	ownMix := func(p *Profile) func(*Observation) {
+		return func(o *Observation) {
+			o.MeanPromptTokens, o.MeanOutputTokens = p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
+			o.MixRequests = 400
+		}
+	}
+	approx := cmpopts.EquateApprox(1e-12, 0)
+	for _, tc := range []struct {
+		name      string
+		withModel bool
+		means     bool
+		kv        float64
+		headroom  float64
+		dim       Dimension
+		reference float64
+	}{
+		{"model and means: a cache at 1.4× the knee's usage reads the load", true, true, 0.7, 0.2, DimensionLoad, KVSaturation},
+		{"model and means: a cache past saturation still limits", true, true, 0.99, 1 - 0.99/KVSaturation, DimensionKVCache, KVSaturation},
+		{"model without means: the knee's usage", true, false, 0.7, 1 - 0.7/0.5, DimensionKVCache, 0.5},
+		{"means without a model: the knee's usage", false, true, 0.7, 1 - 0.7/0.5, DimensionKVCache, 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := kvBound(tc.withModel)
+			set := []func(*Observation){kv(tc.kv)}
+			if tc.means {
+				set = append(set, ownMix(p))
+			}
+			r := Evaluate(observe(0.8*p.Knee.Concurrency, set...), p, Options{})
+			if !r.OK {
+				t.Fatalf("not OK: %s", r.Reason)
+			}
+			if !cmp.Equal(r.Headroom, tc.headroom, approx) || r.Dimension != tc.dim || r.KVCacheReference != tc.reference {
+				t.Errorf("headroom %g by %s against KV %g, want %g by %s against %g",
+					r.Headroom, r.Dimension, r.KVCacheReference, tc.headroom, tc.dim, tc.reference)
+			}
+			if r.LimitingResource != ResourceKVCache {
+				t.Errorf("limiting resource %s, want the knee's kv_cache", r.LimitingResource)
+			}
+		})
+	}
+}

@@ -72,8 +72,9 @@ func TestTraceScenarios(t *testing.T) {
 	}
 	for _, res := range rep.Results {
 		sc := res.Scenario
-		fmt.Printf("\n== %d %s: %s (knee %.1f in flight, %.3g req/s)\n", sc.ID, sc.Name, sc.Description,
-			res.Profile.Knee.Concurrency, res.KneeRate)
+		k := res.Profile.Knee
+		fmt.Printf("\n== %d %s: %s (knee %.1f in flight, %.3g req/s, %s-bound, KV %.2f; mix model: %t)\n", sc.ID, sc.Name, sc.Description,
+			k.Concurrency, res.KneeRate, k.LimitingResource, k.KVCacheUsage, res.Profile.MixModel != nil)
 		for _, b := range res.Breaches {
 			fmt.Printf("breach %s–%s\n", clock(b.Start), clock(b.End))
 		}

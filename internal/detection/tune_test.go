@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,6 +146,9 @@ func TestTunePageVariants(t *testing.T) {
 				continue
 			}
 			line += fmt.Sprintf(" | %s f%d", k, s.FalsePages)
+			if k == DetectorKneewatchPage && s.FalsePages > 0 {
+				line += " [" + strings.Join(dimensionsAtPages(res, s), " ") + "]"
+			}
 			for i := range res.Breaches {
 				if s.Caught[i] {
 					line += fmt.Sprintf(" %+ds", int(s.Leads[i].Seconds()))
@@ -156,4 +160,19 @@ func TestTunePageVariants(t *testing.T) {
 		fmt.Println(line)
 	}
 	fmt.Printf("elapsed %s\n", rep.Elapsed.Round(time.Second))
+}
+
+// dimensionsAtPages names, for each page of s, the dimension that set the
+// inferred headroom at the last evaluation before it, to tell which reading
+// a false page came from.
+func dimensionsAtPages(res *ScenarioResult, s *DetectorScore) []string {
+	var dims []string
+	for _, p := range s.Pages {
+		i := sort.Search(len(res.Truth), func(i int) bool { return res.Truth[i].At.After(p) }) - 1
+		if i < 0 || i >= len(res.Evaluations) {
+			continue
+		}
+		dims = append(dims, clock(p)+"="+res.Evaluations[i].Dimension.String())
+	}
+	return dims
 }
