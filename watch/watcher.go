@@ -133,6 +133,9 @@ type replicaState struct {
 	target   Target
 	window   *collector.Window
 	counters collector.SLOCounters
+	// mix holds the replica's finished requests and tokens over the last
+	// minutes, for a mix the window holds too few requests to judge.
+	mix collector.MixHistory
 	// model is the last model the engine reported, so a failed scrape
 	// keeps the replica's series under the same labels.
 	model string
@@ -682,6 +685,7 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 		w.opts.Logger.Warn("snapshot rejected", "replica", t.Replica, "err", err)
 	}
 	s.counters.Add(snap, e.SLO)
+	s.mix.Add(snap)
 	s.edges.Check(w.opts.Logger, t.Replica, snap, e.SLO)
 
 	e.Observation = collector.Observe(s.window, snap.Time, e.SLO)
@@ -690,6 +694,7 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 			excludeProbeTraffic(&e.Observation, s.window, snap.Time, pt)
 		}
 	}
+	widenMix(&e.Observation, &s.mix, w.opts.Probes, t.Replica)
 	e.Result = knee.Evaluate(e.Observation, t.Profile, w.opts.Knee)
 	unusable := ""
 	switch p, bad := collector.UnusableDimension(snap); {
