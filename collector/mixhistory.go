@@ -16,8 +16,9 @@ import "time"
 // The zero MixHistory is ready to use. It is not safe for concurrent use;
 // one evaluation loop owns it, as it owns the window.
 type MixHistory struct {
-	prev     mixCounters
-	havePrev bool
+	// prev is the engine's counters at the latest mark (there is one when
+	// marks is not empty).
+	prev mixCounters
 	// marks are the running totals at each scrape, oldest first, kept for
 	// MaxMixSpan.
 	marks []mixMark
@@ -45,7 +46,7 @@ func (h *MixHistory) Add(s Snapshot) {
 	c.prompt, ok[1] = s.Counter(SignalPromptTokens)
 	c.output, ok[2] = s.Counter(SignalGenerationTokens)
 	if !ok[0] || !ok[1] || !ok[2] || s.Time.IsZero() {
-		h.havePrev, h.marks = false, h.marks[:0]
+		h.marks = h.marks[:0]
 		return
 	}
 	if n := len(h.marks); n > 0 && !s.Time.After(h.marks[n-1].at) {
@@ -54,13 +55,11 @@ func (h *MixHistory) Add(s Snapshot) {
 	var totals mixCounters
 	if n := len(h.marks); n > 0 {
 		totals = h.marks[n-1].totals
-	}
-	if h.havePrev {
 		totals.requests += increaseSince(h.prev.requests, c.requests)
 		totals.prompt += increaseSince(h.prev.prompt, c.prompt)
 		totals.output += increaseSince(h.prev.output, c.output)
 	}
-	h.prev, h.havePrev = c, true
+	h.prev = c
 	h.marks = append(h.marks, mixMark{at: s.Time, totals: totals})
 	// Keep one mark at or before the oldest span's start, so a span of
 	// MaxMixSpan can still be measured.

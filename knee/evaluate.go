@@ -370,7 +370,7 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 // reference: the KV cache is then what sees the contexts grow.
 func (p *Profile) kvReference(opts Options, mixMeasured bool) float64 {
 	kvBound := p.Knee.LimitingResource == ResourceKVCache && p.Knee.KVCacheUsage > 0
-	if kvBound && !(mixMeasured && p.MixModel != nil && len(p.MixModel.Points) > 0) {
+	if kvBound && !(mixMeasured && p.hasMixModel()) {
 		return p.Knee.KVCacheUsage
 	}
 	return max(p.Knee.KVCacheUsage, opts.kvSaturation())

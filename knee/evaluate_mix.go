@@ -41,6 +41,10 @@ func mixNoiseBandFor(n float64) float64 {
 	return max(mixNoiseBand, 1/math.Sqrt(n))
 }
 
+// hasMixModel reports whether the profile has a mix model with knees to
+// move by.
+func (p *Profile) hasMixModel() bool { return p.MixModel != nil && len(p.MixModel.Points) > 0 }
+
 // mixShiftAt reads the mix model (see MixModel) at the observed means. A
 // mean that is unknown counts as the profile's own. Each mean is first
 // shrunk toward the profile's by band (mixNoiseBandFor the requests it
@@ -69,7 +73,7 @@ func mixNoiseBandFor(n float64) float64 {
 func (p *Profile) mixShiftAt(prompt, output, promptP99, band float64) mixShift {
 	m := p.MixModel
 	mp, mo := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
-	if m == nil || len(m.Points) == 0 || !(mp > 0) || !(mo > 0) {
+	if !p.hasMixModel() || !(mp > 0) || !(mo > 0) {
 		return noMixShift
 	}
 	op := mp * (1 + shrinkBy(prompt/mp-1, band))
