@@ -248,7 +248,19 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 		r.Ratios[d] = nan
 	}
 	r.Ratios[DimensionLoad] = load / r.Knee.Concurrency
-	nominalLoad := load / kneeC // against the profile's own knee, for the speed dimension
+	// The speed dimension reads the load against the profile's knee, or
+	// against the knee the mix raised when the model says it holds more in
+	// flight and serves more requests/s. Against the profile's knee alone
+	// it pinned the headroom there whatever the mix: tune 1039, an 8B/L4
+	// RAG replica turning half code, read an effective load of 1.06 (load ÷
+	// the profile's knee) while its true headroom was 0.56. A knee the
+	// model lowers is the load dimension's already. One whose concurrency
+	// rises while its rate falls (longer outputs) is where the model is
+	// least sure of blends: a summarize replica turning 30% long-context
+	// read its moved knee anywhere from 12 to 30 in flight, window to
+	// window, against a true 12.7, and the profile's knee held it.
+	raised := max(min(shift.concurrency, shift.rate), 1)
+	nominalLoad := load / (kneeC * raised)
 
 	// Rates are read on the profile's curve after dividing out how the
 	// moved knee's rates differ from the profile's, so the moved knee reads 1.
@@ -302,7 +314,7 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 			ratio = nominalLoad
 		}
 		if k, ok := p.speedKnee(e); ok && k > 0 {
-			ratio = max(ratio, min(load/k, nominalLoad/minEfficiency))
+			ratio = max(ratio, min(load/(k*raised), nominalLoad/minEfficiency))
 		}
 		r.Ratios[DimensionEffectiveLoad] = ratio
 	}

@@ -431,3 +431,66 @@ func TestAKVBoundKneeWithAMixModelReadsItsCacheAgainstSaturation(t *testing.T) {
 		})
 	}
 }
+
+// The speed dimension reads the load against the knee a mix raised, not
+// against the profile's: otherwise it holds the headroom at the profile's
+// knee whatever the mix model says (tune 1039, an 8B/L4 RAG replica
+// turning half code: an effective load of 1.06, the load ÷ the profile's
+// knee, while the true headroom was 0.56). Raised means more in flight at
+// a higher request rate, by the smaller of the two. A mix that lowered the
+// knee leaves it alone (the load dimension reads the lower knee), and so
+// does one that raised the knee's concurrency at a lower rate (longer
+// outputs), where the model is least sure of a blend.
+func TestTheSpeedDimensionReadsAgainstTheKneeAMixRaised(t *testing.T) {
+	withModel := poissonMix(t)
+	m := withModel.MixModel
+	p0, o0 := withModel.Workload.MeanPromptTokens, withModel.Workload.MeanOutputTokens
+	// A knee measured at prompts half as long, on the model, so the model
+	// reads lighter prompts within its measured range.
+	x := math.Log(0.5)
+	m.Points = append(m.Points, MixPoint{PromptScale: 0.5, OutputScale: 1, MeanPromptTokens: p0 / 2, MeanOutputTokens: o0,
+		Concurrency: m.Concurrency.At(x, 0), RequestsPerSecond: m.RequestsPerSecond.At(x, 0)})
+	noModel := poissonMix(t)
+	noModel.MixModel = nil
+	approx := cmpopts.EquateApprox(1e-12, 0)
+	for _, tc := range []struct {
+		name           string
+		prompt, output float64
+		raised         bool
+	}{
+		{"prompts halved raise the knee's concurrency and rate", p0 / 2, o0, true},
+		{"outputs doubled raise its concurrency at a lower rate", p0, 2 * o0, false},
+		{"prompts doubled lower it", 2 * p0, o0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shift := withModel.mixShiftAt(tc.prompt, tc.output, Unknown(), mixNoiseBand)
+			if !shift.moved {
+				t.Fatalf("the mix model did not move the knee")
+			}
+			if raised := shift.concurrency > 1 && shift.rate > 1; raised != tc.raised {
+				t.Fatalf("the mix model moved the knee ×%g in flight, ×%g requests/s; this case needs it raised = %v",
+					shift.concurrency, shift.rate, tc.raised)
+			}
+			for _, speed := range []float64{1, 0.6} {
+				load := 0.9 * withModel.Knee.Concurrency * max(shift.concurrency, 1)
+				expected, ok := withModel.CurveAt(load)
+				if !ok {
+					t.Fatalf("no curve point at %g in flight", load)
+				}
+				obs := observe(load, output(speed*expected.OutputTokensPerSecond), func(o *Observation) {
+					o.MeanPromptTokens, o.MeanOutputTokens = tc.prompt, tc.output
+					o.MixRequests = 400
+				})
+				got := Evaluate(obs, withModel, Options{}).Ratios[DimensionEffectiveLoad]
+				nominal := Evaluate(obs, noModel, Options{}).Ratios[DimensionEffectiveLoad]
+				want := nominal
+				if tc.raised {
+					want = nominal / min(shift.concurrency, shift.rate)
+				}
+				if !cmp.Equal(got, want, approx) {
+					t.Errorf("at speed %g: effective load %g, want %g (%g against the profile's knee)", speed, got, want, nominal)
+				}
+			}
+		})
+	}
+}

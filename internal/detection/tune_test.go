@@ -139,7 +139,8 @@ func TestTunePageVariants(t *testing.T) {
 		}
 	}
 	for _, res := range rep.Results {
-		line := fmt.Sprintf("%-48s safe=%v breaches=%d", res.Scenario.Name, res.Scenario.Safe, len(res.Breaches))
+		e := pooledErrors([]*ScenarioResult{res})
+		line := fmt.Sprintf("%-48s safe=%v breaches=%d err %.3f/%.3f", res.Scenario.Name, res.Scenario.Safe, len(res.Breaches), e.mean, e.p95)
 		for _, k := range keys {
 			s := res.score(k)
 			if s == nil {
