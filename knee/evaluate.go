@@ -258,8 +258,12 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	// rises while its rate falls (longer outputs) is where the model is
 	// least sure of blends: a summarize replica turning 30% long-context
 	// read its moved knee anywhere from 12 to 30 in flight, window to
-	// window, against a true 12.7, and the profile's knee held it.
-	raised := max(min(shift.concurrency, shift.rate), 1)
+	// window, against a true 12.7, and the profile's knee held it. A rise
+	// within the model's own error (mixModelError) does not count: windows
+	// of lighter requests by chance raised it on replicas whose mix never
+	// moved, and took the speed dimension's reading of a throttled GPU
+	// with them.
+	raised := max(min(shift.concurrency, shift.rate)/(1+mixModelError), 1)
 	nominalLoad := load / (kneeC * raised)
 
 	// Rates are read on the profile's curve after dividing out how the
