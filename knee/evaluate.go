@@ -249,21 +249,8 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	}
 	r.Ratios[DimensionLoad] = load / r.Knee.Concurrency
 	// The speed dimension reads the load against the profile's knee, or
-	// against the knee the mix raised when the model says it holds more in
-	// flight and serves more requests/s. Against the profile's knee alone
-	// it pinned the headroom there whatever the mix: tune 1039, an 8B/L4
-	// RAG replica turning half code, read an effective load of 1.06 (load ÷
-	// the profile's knee) while its true headroom was 0.56. A knee the
-	// model lowers is the load dimension's already. One whose concurrency
-	// rises while its rate falls (longer outputs) is where the model is
-	// least sure of blends: a summarize replica turning 30% long-context
-	// read its moved knee anywhere from 12 to 30 in flight, window to
-	// window, against a true 12.7, and the profile's knee held it. A rise
-	// within the model's own error (mixModelError) does not count: windows
-	// of lighter requests by chance raised it on replicas whose mix never
-	// moved, and took the speed dimension's reading of a throttled GPU
-	// with them.
-	raised := max(min(shift.concurrency, shift.rate)/(1+mixModelError), 1)
+	// the knee a mix raised (see mixShift.speedKneeFactor).
+	raised := shift.speedKneeFactor()
 	nominalLoad := load / (kneeC * raised)
 
 	// Rates are read on the profile's curve after dividing out how the

@@ -16,10 +16,10 @@ const mixNoiseBand = 0.1
 // mixModelError is the mix model's typical relative error in the knee's
 // concurrency at mixes it was not fitted to (a median of ~20%, see
 // MixModel): a knee it raises by less is not read as raised by the speed
-// dimension (see Evaluate). On the tune half, counting every rise (no
-// margin) cost the scenarios whose mix never moved 0.006–0.021 in the
-// headroom error's p95; a 20% margin kept 0.001–0.003 of that and all but
-// 0.011 of mix-ramp's gain.
+// dimension (see mixShift.speedKneeFactor). On the tune half, counting
+// every rise (no margin) cost the families whose mix never moved
+// 0.004–0.021 in the headroom error's p95; a 20% margin kept 0.001–0.003
+// of that and all but 0.011 of mix-ramp's gain.
 const mixModelError = 0.2
 
 // tailNoiseBand is how much longer than the profile's 99.9th percentile
@@ -134,6 +134,23 @@ func shrinkBy(d, band float64) float64 {
 		return 0
 	}
 	return math.Copysign(max(math.Abs(d)-band, 0), d)
+}
+
+// speedKneeFactor is how far the mix raised the knee the speed dimension
+// reads the load against (1: the profile's own). Against the profile's
+// knee alone it pinned the headroom there whatever the mix: tune 1039, an
+// 8B/L4 RAG replica turning half code, read an effective load of 1.06
+// (load ÷ the profile's knee) while its true headroom was 0.56. Raised
+// means more in flight at a higher request rate, by the smaller factor,
+// past the model's own error (mixModelError): windows of lighter requests
+// by chance raised it on replicas whose mix never moved. A knee the model
+// lowers is the load dimension's already. One whose concurrency rises
+// while its rate falls (longer outputs) is where the model is least sure
+// of blends: a summarize replica turning 30% long-context read its moved
+// knee anywhere from 12 to 30 in flight, window to window, against a true
+// 12.7, and the profile's knee held it.
+func (s mixShift) speedKneeFactor() float64 {
+	return max(min(s.concurrency, s.rate)/(1+mixModelError), 1)
 }
 
 // movedKnee is k moved by s: its concurrency and request rate by the

@@ -438,10 +438,10 @@ func TestAKVBoundKneeWithAMixModelReadsItsCacheAgainstSaturation(t *testing.T) {
 // turning half code: an effective load of 1.06, the load ÷ the profile's
 // knee, while the true headroom was 0.56). Raised means more in flight at
 // a higher request rate, by the smaller of the two, past the model's own
-// error. A mix that lowered the
-// knee leaves it alone (the load dimension reads the lower knee), and so
-// does one that raised the knee's concurrency at a lower rate (longer
-// outputs), where the model is least sure of a blend.
+// error. A mix that lowered the knee leaves it alone (the load dimension
+// reads the lower knee), and so does one that raised the knee's
+// concurrency at a lower rate (longer outputs), where the model is least
+// sure of a blend.
 func TestTheSpeedDimensionReadsAgainstTheKneeAMixRaised(t *testing.T) {
 	withModel := poissonMix(t)
 	m := withModel.MixModel
