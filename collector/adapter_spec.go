@@ -29,6 +29,9 @@ type metricSpec struct {
 	// histogramSum reads a histogram's _sum as a counter (TGI has no token
 	// counters, only token-length histograms).
 	histogramSum bool
+	// histogramCount reads a histogram's _count as a counter: how many
+	// requests a per-request histogram observed.
+	histogramCount bool
 	// required signals produce a Problem when absent: without them the
 	// replica's load cannot be read.
 	required bool
@@ -87,7 +90,7 @@ func (a specAdapter) normalize(fi familyIndex, opts Options) (Snapshot, error) {
 		}
 		var mf *dto.MetricFamily
 		for _, c := range names.specs[i] {
-			if mf = fi.findCanonical(spec.signal.Kind() == KindCounter && !spec.histogramSum, c); mf != nil {
+			if mf = fi.findCanonical(spec.signal.Kind() == KindCounter && !spec.histogramSum && !spec.histogramCount, c); mf != nil {
 				break
 			}
 		}
@@ -102,6 +105,7 @@ func (a specAdapter) normalize(fi familyIndex, opts Options) (Snapshot, error) {
 	if a.extra != nil {
 		a.extra(fi, sel, &s)
 	}
+	keepWholeMixTotals(&s)
 	if model == "" && opts.Model != "" {
 		s.Model = opts.Model
 	}
@@ -308,7 +312,14 @@ func readSpec(fi familyIndex, mf *dto.MetricFamily, spec metricSpec, sel selecto
 		var sum float64
 		for _, m := range ms {
 			var v float64
-			if spec.histogramSum {
+			switch {
+			case spec.histogramCount:
+				if h := m.GetHistogram(); t != dto.MetricType_HISTOGRAM || h == nil || h.SampleCount == nil {
+					s.problemOf(ProblemWrongType, spec.signal, name, "has no _count to read %s from", spec.signal)
+					return
+				}
+				v = float64(m.GetHistogram().GetSampleCount())
+			case spec.histogramSum:
 				// Either message may be absent (nil) whatever the family's
 				// type says: a histogram exposed without its _sum line has no
 				// summary, and reading through the nil one crashed the watcher.
@@ -319,7 +330,7 @@ func readSpec(fi familyIndex, mf *dto.MetricFamily, spec metricSpec, sel selecto
 					return
 				}
 				v = m.GetHistogram().GetSampleSum() + m.GetSummary().GetSampleSum()
-			} else {
+			default:
 				var ok bool
 				if v, ok = scalarValue(t, m); !ok {
 					s.problemOf(ProblemWrongType, spec.signal, name, "is a %s, expected a %s", strings.ToLower(t.String()), kindWord(spec.signal.Kind()))

@@ -22,6 +22,8 @@ type MixHistory struct {
 	// marks are the running totals at each scrape, oldest first, kept for
 	// MaxMixSpan.
 	marks []mixMark
+	// source names the counters the marks were read from (see MixSignals).
+	source [3]Signal
 }
 
 // MaxMixSpan is the longest span a mix is averaged over: a mix this old
@@ -36,19 +38,20 @@ type mixMark struct {
 	totals mixCounters
 }
 
-// Add records s's finished requests and tokens. A snapshot without all
-// three counters starts the history over: a span across it would count
-// requests without their tokens.
+// Add records s's finished requests and their tokens (see MixSignals). A
+// snapshot without them starts the history over: a span across it would
+// count requests without their tokens.
 func (h *MixHistory) Add(s Snapshot) {
-	var c mixCounters
-	var ok [3]bool
-	c.requests, ok[0] = s.Counter(SignalRequestsFinished)
-	c.prompt, ok[1] = s.Counter(SignalPromptTokens)
-	c.output, ok[2] = s.Counter(SignalGenerationTokens)
-	if !ok[0] || !ok[1] || !ok[2] || s.Time.IsZero() {
-		h.marks = h.marks[:0]
-		return
+	mix, ok := MixSignals(s)
+	if !ok || mix != h.source || s.Time.IsZero() {
+		// A change of source (the histograms appearing or going) starts
+		// over too: their totals are not the counters'.
+		h.marks, h.source = h.marks[:0], mix
+		if !ok || s.Time.IsZero() {
+			return
+		}
 	}
+	c := mixCounters{requests: s.Counters[mix[0]], prompt: s.Counters[mix[1]], output: s.Counters[mix[2]]}
 	if n := len(h.marks); n > 0 && !s.Time.After(h.marks[n-1].at) {
 		return
 	}

@@ -40,9 +40,12 @@ func Observe(w *Window, at time.Time, slo *knee.SLO) knee.Observation {
 	}
 	if finished != SignalUnknown {
 		o.RequestsPerSecond = value(w.SampledRate(finished, at))
-		o.MeanPromptTokens = value(w.CounterRatio(SignalPromptTokens, finished, at))
-		o.MeanOutputTokens = value(w.CounterRatio(SignalGenerationTokens, finished, at))
-		o.MixRequests = value(w.Increase(finished, at))
+	}
+	// The mix of the requests that finished in the window (see MixSignals).
+	if mix, ok := MixSignals(latest(w)); ok {
+		o.MeanPromptTokens = value(w.CounterRatio(mix[1], mix[0], at))
+		o.MeanOutputTokens = value(w.CounterRatio(mix[2], mix[0], at))
+		o.MixRequests = value(w.Increase(mix[0], at))
 	}
 
 	// Each histogram's bucket rates are computed once for its quantiles

@@ -74,6 +74,12 @@ const (
 	SignalPrefixCacheHits    // cumulative prefix-cache hit tokens
 	SignalE2ESecondsTotal    // cumulative end-to-end request seconds (engines without histograms)
 	SignalQueueSecondsTotal  // cumulative queueing seconds (engines without histograms)
+	// The request mix's totals: finished requests and their prompt and
+	// output tokens, all three counted as each request finishes (see
+	// deriveMixTotals).
+	SignalMixRequests
+	SignalMixPromptTokens
+	SignalMixOutputTokens
 
 	// Histograms, in seconds but for SignalPromptLength.
 	SignalTTFT      // time to first token, one observation per request
@@ -122,6 +128,9 @@ var signalInfo = [signalCount]struct {
 	SignalPrefixCacheHits:    {"prefix_cache_hits_tokens_total", KindCounter},
 	SignalE2ESecondsTotal:    {"e2e_seconds_total", KindCounter},
 	SignalQueueSecondsTotal:  {"queue_seconds_total", KindCounter},
+	SignalMixRequests:        {"mix_requests_total", KindCounter},
+	SignalMixPromptTokens:    {"mix_prompt_tokens_total", KindCounter},
+	SignalMixOutputTokens:    {"mix_output_tokens_total", KindCounter},
 
 	SignalTTFT:      {"ttft_seconds", KindHistogram},
 	SignalTPOT:      {"tpot_seconds", KindHistogram},

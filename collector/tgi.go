@@ -26,6 +26,9 @@ var tgiAdapter = specAdapter{
 		{signal: SignalE2E, names: []string{"tgi_request_duration"}},
 		{signal: SignalQueueTime, names: []string{"tgi_request_queue_duration"}},
 		{signal: SignalPromptLength, names: []string{"tgi_request_input_length"}},
+		{signal: SignalMixRequests, names: []string{"tgi_request_input_length"}, histogramCount: true},
+		{signal: SignalMixPromptTokens, names: []string{"tgi_request_input_length"}, histogramSum: true},
+		{signal: SignalMixOutputTokens, names: []string{"tgi_request_generated_tokens"}, histogramSum: true},
 	},
 	extra: tgiFinished,
 }

@@ -19,9 +19,14 @@ func excludeProbeTraffic(o *knee.Observation, w *collector.Window, at time.Time,
 	if t.Requests == 0 || !knee.Known(o.MixRequests) {
 		return
 	}
-	requests, errR := w.Increase(collector.SignalRequestsFinished, at)
-	prompt, errP := w.Increase(collector.SignalPromptTokens, at)
-	output, errO := w.Increase(collector.SignalGenerationTokens, at)
+	latest, _ := w.Latest()
+	mix, ok := collector.MixSignals(latest)
+	if !ok {
+		return
+	}
+	requests, errR := w.Increase(mix[0], at)
+	prompt, errP := w.Increase(mix[1], at)
+	output, errO := w.Increase(mix[2], at)
 	if errR != nil {
 		return
 	}

@@ -32,7 +32,7 @@ type vllmMetrics struct {
 	preemptions, promptTokens, genTokens prometheus.Counter
 	success                              prometheus.Counter
 	ttft, tpot, e2e, queue               prometheus.Observer
-	promptLength                         prometheus.Observer
+	promptLength, outputLength           prometheus.Observer
 }
 
 func newVLLMMetrics(p sim.Preset) *vllmMetrics {
@@ -77,6 +77,8 @@ func newVLLMMetrics(p sim.Preset) *vllmMetrics {
 		"Histogram of time spent in WAITING phase for request.", vllmRequestLatencyBuckets)
 	m.promptLength = histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.",
 		sim.TokenBuckets(p.MaxModelLen))
+	m.outputLength = histogram("vllm:request_generation_tokens", "Number of generation tokens processed.",
+		sim.TokenBuckets(p.MaxModelLen))
 
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "vllm:cache_config_info", Help: "Information of the LLMEngine CacheConfig",
@@ -116,5 +118,6 @@ func (m *vllmMetrics) step(res *sim.StepResult) {
 		m.e2e.Observe(r.E2E().Seconds())
 		m.queue.Observe(r.QueueDuration().Seconds())
 		m.promptLength.Observe(float64(r.PromptTokens))
+		m.outputLength.Observe(float64(r.Generated))
 	}
 }
