@@ -7,11 +7,12 @@ package collector
 // engine's token and finished-request counters (MixSignals).
 //
 // The histograms are observed once per request, as it finishes, so a
-// window's mean is exactly that of the requests that finished in it. The
-// counters are not aligned: vLLM and SGLang count prompt tokens when a
-// prefill completes and output tokens at every decode step, but requests
-// when they finish. Their ratio is the mix only while the queue holds
-// still. When a backlog is admitted, prefills run ahead of finishes: on the
+// window's mean is exactly that of the requests that finished in it.
+// vLLM's counters are not aligned: it counts prompt tokens when a prefill
+// completes and output tokens at every decode step, but requests when they
+// finish. Their ratio is the mix only while the queue holds still. (SGLang
+// counts all three as a request finishes, and TGI's token counts are its
+// histograms' sums already: for them the two sources agree.) When a backlog is admitted, prefills run ahead of finishes: on the
 // detection bench, a 70B long-context replica on a GPU slowing down read a
 // mean 71% over its profile for a minute after its queue peaked, and the
 // mix model moved its knee from 12 to 30 in flight.
