@@ -227,7 +227,12 @@ func (r *Report) suiteMethod(p func(string, ...any)) {
 	p("  began (physics, not the rule: a page ahead of it was possible); otherwise its onset is abrupt.\n")
 	p("- **Speed.** Scenarios run %d at a time; each true knee (per deployment, mix share and slowdown) is measured once\n", r.Suite.Options.Workers)
 	p("  per run, on a grid of mix shares 0.1–1 and slowdowns every 0.2; the regressions and the suite half run side by\n")
-	p("  side.\n\n")
+	p("  side.\n")
+	p("- **The truth's own noise.** Each true knee is one Poisson rate search, and with only its seed changed a knee moves:\n")
+	p("  its mean in flight far more than its request rate (`KNEEWATCH_KNEE_SPREAD=1 go test -run TestPoissonKneeSeedSpread\n")
+	p("  ./internal/detection` prints both for every deployment). kneewatch is given the truth's own knee at nominal\n")
+	p("  conditions, so the noise is counted only where a slowdown or a mix share has a knee of its own: in the throttle\n")
+	p("  and mix families' headroom error.\n\n")
 }
 
 func slicesIndex(name string) int {
