@@ -314,11 +314,12 @@ func readSpec(fi familyIndex, mf *dto.MetricFamily, spec metricSpec, sel selecto
 			var v float64
 			switch {
 			case spec.histogramCount:
-				if h := m.GetHistogram(); t != dto.MetricType_HISTOGRAM || h == nil || h.SampleCount == nil {
+				h := m.GetHistogram()
+				if t != dto.MetricType_HISTOGRAM || h == nil || h.SampleCount == nil {
 					s.problemOf(ProblemWrongType, spec.signal, name, "has no _count to read %s from", spec.signal)
 					return
 				}
-				v = float64(m.GetHistogram().GetSampleCount())
+				v = float64(h.GetSampleCount())
 			case spec.histogramSum:
 				// Either message may be absent (nil) whatever the family's
 				// type says: a histogram exposed without its _sum line has no

@@ -12,10 +12,11 @@ package collector
 // completes and output tokens at every decode step, but requests when they
 // finish. Their ratio is the mix only while the queue holds still. (SGLang
 // counts all three as a request finishes, and TGI's token counts are its
-// histograms' sums already: for them the two sources agree.) When a backlog is admitted, prefills run ahead of finishes: on the
-// detection bench, a 70B long-context replica on a GPU slowing down read a
-// mean 71% over its profile for a minute after its queue peaked, and the
-// mix model moved its knee from 12 to 30 in flight.
+// histograms' sums already: for them the two sources agree.) When a
+// backlog is admitted, prefills run ahead of finishes: on the detection
+// bench, a 70B long-context replica on a GPU slowing down read a mean 71%
+// over its profile for a minute after its queue peaked, and the mix model
+// moved its knee from 12 to 30 in flight.
 
 // mixFromHistograms are the mix totals read from the histograms, and
 // mixFromCounters their stand-ins, in the same order.

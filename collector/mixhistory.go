@@ -43,13 +43,14 @@ type mixMark struct {
 // count requests without their tokens.
 func (h *MixHistory) Add(s Snapshot) {
 	mix, ok := MixSignals(s)
-	if !ok || mix != h.source || s.Time.IsZero() {
+	if !ok || s.Time.IsZero() {
+		h.marks = h.marks[:0]
+		return
+	}
+	if mix != h.source {
 		// A change of source (the histograms appearing or going) starts
 		// over too: their totals are not the counters'.
 		h.marks, h.source = h.marks[:0], mix
-		if !ok || s.Time.IsZero() {
-			return
-		}
 	}
 	c := mixCounters{requests: s.Counters[mix[0]], prompt: s.Counters[mix[1]], output: s.Counters[mix[2]]}
 	if n := len(h.marks); n > 0 && !s.Time.After(h.marks[n-1].at) {

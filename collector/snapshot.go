@@ -75,8 +75,8 @@ const (
 	SignalE2ESecondsTotal    // cumulative end-to-end request seconds (engines without histograms)
 	SignalQueueSecondsTotal  // cumulative queueing seconds (engines without histograms)
 	// The request mix's totals: finished requests and their prompt and
-	// output tokens, all three counted as each request finishes (see
-	// deriveMixTotals).
+	// output tokens, all three counted as each request finishes, from the
+	// per-request token histograms (see MixSignals).
 	SignalMixRequests
 	SignalMixPromptTokens
 	SignalMixOutputTokens
