@@ -46,6 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	variants := fs.Bool("what-if", true, "also score kneewatch's page generated with other options, and kneewatch given the closed-loop knee (regressions only)")
 	suite := fs.String("suite", "regressions", "what to run besides the regressions: regressions (only them), test (the generated suite's held-out half, which the report is about) or tune (the half defaults may be chosen on)")
 	suiteSeed := fs.Uint64("suite-seed", 1, "seed the generated suite is drawn with")
+	resweep := fs.Uint64("resweep-seed", 2, "on the suite half, also give a second kneewatch the deployment's profile swept again with this seed, as an operator's own sweep would be (0: off)")
 	limit := fs.Int("limit", 0, "run only the first N scenarios of the suite half (0: all), for a quick look")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -84,6 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(generated) > 0 {
 		half := opts
 		half.Scenarios, half.PageVariants, half.ClosedLoopWhatIf = generated, nil, false
+		half.ResweepSeed = *resweep
 		go func() {
 			var err error
 			suiteRep, err = detection.Run(ctx, half)

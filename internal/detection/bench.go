@@ -32,6 +32,12 @@ type Options struct {
 	// given the closed-loop knee of the same sweep instead of the Poisson
 	// one (see kneeFinder.profile).
 	ClosedLoopWhatIf bool
+	// ResweepSeed, when not 0, also runs a second kneewatch on the same
+	// scrapes given the deployment's profile measured again with this seed:
+	// the profile an operator's own sweep gives, whose knee differs from
+	// the truth's by that measurement's noise. Its page is scored as
+	// DetectorResweepPage.
+	ResweepSeed uint64
 	// Seed makes the run reproducible (default 1).
 	Seed uint64
 	// Workers is how many scenarios run at once (default: 2, or 1 on one
@@ -100,6 +106,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	engine := newEngine()
 	defer engine.Close()
 	knees := newKneeCache(o)
+	var resweepKnees *kneeCache
+	if o.ResweepSeed != 0 {
+		if o.ResweepSeed == o.Seed {
+			return nil, fmt.Errorf("the resweep seed %d is the run's own: its profile would be the truth's", o.ResweepSeed)
+		}
+		ro := o
+		ro.Seed = o.ResweepSeed
+		resweepKnees = newKneeCache(ro)
+	}
 	// Each scenario is run on a copy: a derived SLO is set on it.
 	scenarios := slices.Clone(o.Scenarios)
 	results := make([]*ScenarioResult, len(scenarios))
@@ -112,7 +127,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			for i := range next {
 				sc := &scenarios[i]
 				o.Logger.Info("running scenario", "id", sc.ID, "name", sc.Name)
-				res, err := runScenario(ctx, sc, o, knees, engine)
+				res, err := runScenario(ctx, sc, o, knees, resweepKnees, engine)
 				if err != nil {
 					cancel(err)
 					continue

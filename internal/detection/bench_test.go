@@ -170,6 +170,13 @@ const mixShiftScenario = 7
 // first scenario of each of these families, in the order they were drawn.
 var benchSubset = []string{FamilyFlashCrowd, FamilyPlateauSafe, FamilyMixStep}
 
+func TestResweepSeedMustDifferFromTheRunsOwn(t *testing.T) {
+	_, err := Run(context.Background(), Options{ResweepSeed: 1})
+	if err == nil || !strings.Contains(err.Error(), "resweep seed 1 is the run's own") {
+		t.Fatalf("Run with the resweep seed equal to the run's: got %v, want an error naming it", err)
+	}
+}
+
 // TestBenchSuiteSubset runs a few generated scenarios and checks what the
 // suite's figures rest on: the truth judges every moment once enough
 // requests have finished, every detector and the oracle are scored, and
@@ -188,11 +195,19 @@ func TestBenchSuiteSubset(t *testing.T) {
 		i := slices.IndexFunc(suite.Test, func(sc Scenario) bool { return sc.Family == f })
 		scs = append(scs, suite.Test[i])
 	}
-	rep, err := Run(context.Background(), Options{Scenarios: scs})
+	rep, err := Run(context.Background(), Options{Scenarios: scs, ResweepSeed: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, res := range rep.Results {
+		// The resweep what-if is kneewatch given a sweep of its own: same
+		// deployment and SLO, another seed, so another knee.
+		if rw := res.Resweep; rw == nil || res.score(DetectorResweepPage) == nil {
+			t.Errorf("%s: the resweep what-if did not run or its page was not scored", res.Scenario.Name)
+		} else if rw.Profile.Knee.Concurrency == res.Profile.Knee.Concurrency || rw.Profile.SLO != res.Profile.SLO || len(rw.Errors) == 0 {
+			t.Errorf("%s: the resweep what-if's knee %v (SLO %v, %d errors) is not an independent sweep of the truth's %v (SLO %v)", res.Scenario.Name,
+				rw.Profile.Knee.Concurrency, rw.Profile.SLO, len(rw.Errors), res.Profile.Knee.Concurrency, res.Profile.SLO)
+		}
 		known := false
 		for _, p := range res.Truth {
 			if p.Unknown && known {
@@ -218,7 +233,8 @@ func TestBenchSuiteSubset(t *testing.T) {
 	if err := full.Markdown(&b, "go test"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"### Goals (test half)", "oracle (page on true headroom)", "### By family (test half)", "### Headroom error by deployment"} {
+	for _, want := range []string{"### Goals (test half)", "oracle (page on true headroom)", "### By family (test half)", "### Headroom error by deployment",
+		"### kneewatch given its own sweep (test half)", "| an independent sweep (seed 2) |", "kneewatch page, given an independent sweep (seed 2)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the report lacks %q", want)
 		}

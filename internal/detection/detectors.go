@@ -112,3 +112,15 @@ func variantDetector(v PageVariant) Detector {
 	}
 	return d
 }
+
+// DetectorResweepPage is kneewatch's shipped page in the resweep what-if
+// (Options.ResweepSeed): kneewatch given an independent sweep's profile.
+const DetectorResweepPage = "kneewatch-page-resweep"
+
+// resweepDetector is the page d as the resweep what-if scores it.
+func resweepDetector(d Detector, seed uint64) Detector {
+	d.Key = DetectorResweepPage
+	d.Name = fmt.Sprintf("kneewatch page, given an independent sweep (seed %d)", seed)
+	d.Basis += fmt.Sprintf("; kneewatch given the deployment's profile swept again with seed %d", seed)
+	return d
+}

@@ -14,16 +14,19 @@ import (
 func (r *Report) suiteDetectors() []Detector {
 	ds := r.detectors(false)
 	// The oracle right after kneewatch's page, so the two read side by side.
+	// The resweep what-if, when it ran, comes after them.
 	out := make([]Detector, 0, len(ds))
 	for _, d := range ds {
-		if d.Key == DetectorOracle {
+		if d.Key == DetectorOracle || d.Key == DetectorResweepPage {
 			continue
 		}
 		out = append(out, d)
 		if d.Key == DetectorKneewatchPage {
-			for _, o := range ds {
-				if o.Key == DetectorOracle {
-					out = append(out, o)
+			for _, key := range []string{DetectorOracle, DetectorResweepPage} {
+				for _, o := range ds {
+					if o.Key == key {
+						out = append(out, o)
+					}
 				}
 			}
 		}
@@ -43,6 +46,7 @@ func (r *Report) suiteMarkdown(p func(string, ...any), half string, seed uint64)
 	r.suiteDetectorTable(p)
 	r.suiteFamilyTable(p)
 	r.suiteDeploymentTable(p)
+	r.suiteResweepTables(p)
 	r.suiteScenarioTable(p)
 }
 
@@ -92,6 +96,18 @@ func (r *Report) suiteGoals(p func(string, ...any)) {
 		p("; over the goal in %s", strings.Join(over, ", "))
 	}
 	p(".\n")
+	if len(r.Results) > 0 && r.Results[0].Resweep != nil {
+		var rover []string
+		for _, f := range suiteFamilies {
+			if e := pooledResweepErrors(r.familyResults(f.name)); e.n > 0 && e.p95 > headroomGoal {
+				rover = append(rover, f.name)
+			}
+		}
+		re := pooledResweepErrors(r.Results)
+		p("  Given a profile of its own (an independent sweep, seed %d) rather than the truth's: mean %.3f, p95 %.3f, max %.3f;\n",
+			r.Options.ResweepSeed, re.mean, re.p95, re.max)
+		p("  over the goal in %d of %d families (see \"kneewatch given its own sweep\").\n", len(rover), len(suiteFamilies))
+	}
 	p("- **The truth judged every moment:** %d of %d scrapes (%.2f%%) were unknown, all at the start of a run before %d\n",
 		kw.unknownTicks, kw.ticks, 100*float64(kw.unknownTicks)/float64(max(kw.ticks, 1)), knee.MinWindowRequests)
 	p("  requests had finished. %d of %d safe scenarios breached the SLO anyway (their pages are scored against those breaches).\n\n",
@@ -232,7 +248,10 @@ func (r *Report) suiteMethod(p func(string, ...any)) {
 	p("  its mean in flight far more than its request rate (`KNEEWATCH_KNEE_SPREAD=1 go test -run TestPoissonKneeSeedSpread\n")
 	p("  ./internal/detection` prints both for every deployment). kneewatch is given the truth's own knee at nominal\n")
 	p("  conditions, so the noise is counted only where a slowdown or a mix share has a knee of its own: in the throttle\n")
-	p("  and mix families' headroom error.\n\n")
+	p("  and mix families' headroom error. An operator's profile is a sweep of its own, with its own noise: the\n")
+	p("  \"kneewatch given its own sweep\" tables run a second kneewatch on the same scrapes with the deployment's profile\n")
+	p("  swept again at another seed (`kneewatch-bench --resweep-seed`, `Options.ResweepSeed`); its error against the\n")
+	p("  truth holds both sweeps' noise.\n\n")
 }
 
 func slicesIndex(name string) int {
@@ -242,4 +261,60 @@ func slicesIndex(name string) int {
 		}
 	}
 	return -1
+}
+
+// suiteResweepTables compare kneewatch given the truth's own sweep with
+// kneewatch given an independent one (Options.ResweepSeed), when it ran.
+func (r *Report) suiteResweepTables(p func(string, ...any)) {
+	if len(r.Results) == 0 || r.Results[0].Resweep == nil {
+		return
+	}
+	seed := r.Options.ResweepSeed
+	p("### kneewatch given its own sweep (test half)\n\n")
+	p("Everywhere above, kneewatch is given the very sweep the truth is measured with, so its profile carries no error\n")
+	p("of its own. An operator's profile is a sweep of its own: here a second kneewatch, fed the same scrapes and judged\n")
+	p("against the same truth, is given the deployment's profile swept again with seed %d (the same search, mix model\n", seed)
+	p("included, on other arrivals and request lengths). What differs is one Poisson search's noise in where the knee lies.\n\n")
+	kw, rs := tallyOf(r.Results, DetectorKneewatchPage), tallyOf(r.Results, DetectorResweepPage)
+	e, re := pooledErrors(r.Results), pooledResweepErrors(r.Results)
+	p("| kneewatch given | safe scenarios paged | false pages per scenario-hour | early | on time | missed | headroom error mean / p95 / max |\n")
+	p("|---|---|---|---|---|---|---|\n")
+	for _, row := range []struct {
+		name string
+		t    tally
+		e    errorStats
+	}{{"the truth's sweep (seed " + fmt.Sprint(r.Options.Seed) + ")", kw, e}, {fmt.Sprintf("an independent sweep (seed %d)", seed), rs, re}} {
+		t := row.t
+		p("| %s | %d of %d | %.2f | %d of %d (%s) | %d of %d (%s) | %d | %.3f / %.3f / %.3f |\n", row.name, t.safePaged, t.safe,
+			float64(t.falsePages)/t.hours, t.early, t.earlyPossible, pct(share(t.early, t.earlyPossible)),
+			t.onTime, t.abrupt, pct(share(t.onTime, t.abrupt)), t.missed, row.e.mean, row.e.p95, row.e.max)
+	}
+	p("\n| family | headroom error p95: the truth's sweep | an independent sweep |\n|---|---|---|\n")
+	for _, f := range suiteFamilies {
+		fs := r.familyResults(f.name)
+		if len(fs) == 0 {
+			continue
+		}
+		p("| %s | %.3f | %.3f |\n", f.name, pooledErrors(fs).p95, pooledResweepErrors(fs).p95)
+	}
+	p("\nThe two sweeps' knees, by deployment (in flight at the knee's request rate):\n\n")
+	p("| deployment | the truth's sweep: in flight (req/s) | independent sweep: in flight (req/s) | in flight, independent ÷ truth's | headroom error p95: truth's / independent |\n|---|---|---|---|---|\n")
+	seen := map[string]bool{}
+	for _, res := range r.Results {
+		k := deploymentName(res.Scenario.Deployment)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		var g []*ScenarioResult
+		for _, o := range r.Results {
+			if deploymentName(o.Scenario.Deployment) == k {
+				g = append(g, o)
+			}
+		}
+		a, b := res.Profile.Knee, res.Resweep.Profile.Knee
+		p("| %s | %.1f (%.3g) | %.1f (%.3g) | %.2f | %.3f / %.3f |\n", k, a.Concurrency, a.RequestsPerSecond,
+			b.Concurrency, b.RequestsPerSecond, b.Concurrency/a.Concurrency, pooledErrors(g).p95, pooledResweepErrors(g).p95)
+	}
+	p("\n")
 }

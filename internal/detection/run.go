@@ -48,16 +48,19 @@ type ScenarioResult struct {
 	UnknownTicks int
 	Scores       []DetectorScore
 	// ClosedLoop is the closed-loop knee what-if, when Options.ClosedLoopWhatIf.
-	ClosedLoop *ClosedLoopResult
-	Requests   int
-	Steps      int
-	Elapsed    time.Duration
+	ClosedLoop *WhatIfResult
+	// Resweep is kneewatch given an independent sweep's profile, when
+	// Options.ResweepSeed is set.
+	Resweep  *WhatIfResult
+	Requests int
+	Steps    int
+	Elapsed  time.Duration
 }
 
 // runScenario simulates one scenario, feeds every scrape through kneewatch
 // and into a Prometheus store, evaluates every detector's rules over it, and
 // scores them against the ground truth.
-func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache, engine *promql.Engine) (*ScenarioResult, error) {
+func runScenario(ctx context.Context, sc *Scenario, o Options, knees, resweepKnees *kneeCache, engine *promql.Engine) (*ScenarioResult, error) {
 	started := time.Now()
 	if sc.Deployment.SLO == (knee.SLO{}) && sc.Deployment.Tightness != "" {
 		slo, err := knees.slo(ctx, sc.Deployment)
@@ -102,6 +105,10 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache,
 	if err != nil {
 		return nil, err
 	}
+	resweep, err := newResweepWhatIf(ctx, sc, o, engine, resweepKnees)
+	if err != nil {
+		return nil, err
+	}
 
 	truthCfg := truthConfig{slo: sc.Deployment.SLO, interval: o.ScrapeInterval,
 		loadWindow: o.Window, sloWindow: o.SLOWindow, grid: grid}
@@ -131,8 +138,11 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache,
 			res.KneeLoadExported[d] = append(res.KneeLoadExported[d], ratios[d])
 		}
 		res.Evaluations = append(res.Evaluations, round.Replicas[0].Result)
-		if whatIf != nil {
-			if err := whatIf.scrape(at, engineFams, dcgmFams); err != nil {
+		for _, w := range []*profileWhatIf{whatIf, resweep} {
+			if w == nil {
+				continue
+			}
+			if err := w.scrape(at, engineFams, dcgmFams); err != nil {
 				return err
 			}
 		}
@@ -187,6 +197,18 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache,
 	if whatIf != nil {
 		if res.ClosedLoop, err = whatIf.finish(ctx, res, o); err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+	}
+	if resweep != nil {
+		if res.Resweep, err = resweep.finish(ctx, res, o); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		// Its page is scored beside the others, under a name of its own.
+		for _, s := range res.Resweep.Scores {
+			if s.Detector.Key == DetectorKneewatchPage {
+				s.Detector = resweepDetector(s.Detector, o.ResweepSeed)
+				res.Scores = append(res.Scores, s)
+			}
 		}
 	}
 	res.Elapsed = time.Since(started)

@@ -118,6 +118,22 @@ func pooledErrors(results []*ScenarioResult) errorStats {
 	for _, res := range results {
 		all = append(all, res.HeadroomErrors...)
 	}
+	return statsOf(all)
+}
+
+// pooledResweepErrors pools the resweep what-if's headroom errors
+// (Options.ResweepSeed); empty when it did not run.
+func pooledResweepErrors(results []*ScenarioResult) errorStats {
+	var all []float64
+	for _, res := range results {
+		if res.Resweep != nil {
+			all = append(all, res.Resweep.Errors...)
+		}
+	}
+	return statsOf(all)
+}
+
+func statsOf(all []float64) errorStats {
 	if len(all) == 0 {
 		return errorStats{}
 	}

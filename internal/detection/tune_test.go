@@ -117,12 +117,18 @@ func TestTunePageVariants(t *testing.T) {
 		// The seven scripted scenarios TestBench holds the page to.
 		scs = append(Scenarios(), scs...)
 	}
-	rep, err := Run(context.Background(), Options{Scenarios: scs, PageVariants: tuneVariants(),
+	// KNEEWATCH_TUNE_RESWEEP=<seed> also gives a second kneewatch the
+	// profile swept again with that seed (Options.ResweepSeed).
+	resweepSeed, _ := strconv.ParseUint(os.Getenv("KNEEWATCH_TUNE_RESWEEP"), 10, 64)
+	rep, err := Run(context.Background(), Options{Scenarios: scs, PageVariants: tuneVariants(), ResweepSeed: resweepSeed,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys := []string{DetectorKneewatchPage, DetectorOracle, DetectorRawBurn}
+	if resweepSeed != 0 {
+		keys = append(keys, DetectorResweepPage)
+	}
 	for _, v := range tuneVariants() {
 		keys = append(keys, variantDetector(v).Key, oracleVariantDetector(v).Key)
 	}
@@ -135,7 +141,12 @@ func TestTunePageVariants(t *testing.T) {
 	for _, f := range suiteFamilies {
 		if rs := rep.familyResults(f.name); len(rs) > 0 {
 			e := pooledErrors(rs)
-			fmt.Printf("headroom error %-14s mean %.3f p95 %.3f max %.3f\n", f.name, e.mean, e.p95, e.max)
+			fmt.Printf("headroom error %-14s mean %.3f p95 %.3f max %.3f", f.name, e.mean, e.p95, e.max)
+			if resweepSeed != 0 {
+				r := pooledResweepErrors(rs)
+				fmt.Printf("; given an independent sweep: mean %.3f p95 %.3f max %.3f", r.mean, r.p95, r.max)
+			}
+			fmt.Println()
 		}
 	}
 	for _, res := range rep.Results {

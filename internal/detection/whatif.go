@@ -11,32 +11,35 @@ import (
 	"github.com/kneewatch/kneewatch/knee"
 )
 
-// ClosedLoopResult is the what-if of one scenario: kneewatch given the
-// closed-loop knee of the same sweep (what vllm bench --max-concurrency or
-// a closed-loop `kneewatch sweep` reports), fed the same scrapes.
-type ClosedLoopResult struct {
+// WhatIfResult is a what-if of one scenario: a second kneewatch, given
+// another profile of the same deployment, fed the same scrapes and judged
+// against the same truth.
+type WhatIfResult struct {
 	Profile knee.Profile
 	// Scores are kneewatch's page and warning evaluated over the what-if's
 	// exported series.
 	Scores []DetectorScore
-	// Inferred and Headroom compare its headroom with the truth.
+	// Inferred and Headroom compare its headroom with the truth; Errors
+	// are the compared scrapes' errors, for pooling over scenarios.
 	Inferred []float64
 	Headroom HeadroomError
+	Errors   []float64
 }
 
-// closedLoopWhatIf is the second kneewatch of a scenario, with its own
+// profileWhatIf is the second kneewatch of a scenario, with its own
 // Prometheus store.
-type closedLoopWhatIf struct {
-	result *ClosedLoopResult
+type profileWhatIf struct {
+	result *WhatIfResult
 	pipe   *pipeline
 	store  *store
 	job    *scrapeTarget
 	engine *promql.Engine
 }
 
-// newClosedLoopWhatIf sets up the second kneewatch; nil when the what-if
-// is off.
-func newClosedLoopWhatIf(sc *Scenario, o Options, engine *promql.Engine, prof *knee.Profile) (*closedLoopWhatIf, error) {
+// newClosedLoopWhatIf is kneewatch given the closed-loop knee of the same
+// sweep (what vllm bench --max-concurrency or a closed-loop `kneewatch
+// sweep` reports); nil when Options.ClosedLoopWhatIf is off.
+func newClosedLoopWhatIf(sc *Scenario, o Options, engine *promql.Engine, prof *knee.Profile) (*profileWhatIf, error) {
 	if !o.ClosedLoopWhatIf {
 		return nil, nil
 	}
@@ -44,7 +47,28 @@ func newClosedLoopWhatIf(sc *Scenario, o Options, engine *promql.Engine, prof *k
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
-	w := &closedLoopWhatIf{result: &ClosedLoopResult{Profile: p}, store: newStore(), engine: engine}
+	return newProfileWhatIf(p, o, engine)
+}
+
+// newResweepWhatIf is kneewatch given the profile an operator's own sweep
+// would give: the deployment's nominal Poisson knee and mix model measured
+// again with Options.ResweepSeed, independently of the one the truth and
+// the bench's kneewatch share. nil when the option is off.
+func newResweepWhatIf(ctx context.Context, sc *Scenario, o Options, engine *promql.Engine, resweep *kneeCache) (*profileWhatIf, error) {
+	if resweep == nil {
+		return nil, nil
+	}
+	p, err := resweep.profile(ctx, sc.Deployment, "", 0, 1)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: the sweep at seed %d: %w", sc.Name, o.ResweepSeed, err)
+	}
+	p.Metadata.Name += "-resweep"
+	return newProfileWhatIf(p, o, engine)
+}
+
+func newProfileWhatIf(p knee.Profile, o Options, engine *promql.Engine) (*profileWhatIf, error) {
+	w := &profileWhatIf{result: &WhatIfResult{Profile: p}, store: newStore(), engine: engine}
+	var err error
 	if w.pipe, err = newPipeline(&w.result.Profile, p.Metadata.Name, o.ScrapeInterval, o.Window); err != nil {
 		return nil, err
 	}
@@ -77,7 +101,7 @@ func withClosedLoopKnee(p knee.Profile) (knee.Profile, error) {
 }
 
 // scrape feeds the what-if kneewatch the scrapes the real one got.
-func (w *closedLoopWhatIf) scrape(at time.Time, engine, dcgm map[string]*dto.MetricFamily) error {
+func (w *profileWhatIf) scrape(at time.Time, engine, dcgm map[string]*dto.MetricFamily) error {
 	round, fams, err := w.pipe.evaluate(at, engine, dcgm)
 	if err != nil {
 		return err
@@ -92,7 +116,7 @@ func (w *closedLoopWhatIf) scrape(at time.Time, engine, dcgm map[string]*dto.Met
 
 // finish evaluates kneewatch's shipped rules over the what-if's series and
 // scores its page and warning against the run's breaches.
-func (w *closedLoopWhatIf) finish(ctx context.Context, res *ScenarioResult, o Options) (*ClosedLoopResult, error) {
+func (w *profileWhatIf) finish(ctx context.Context, res *ScenarioResult, o Options) (*WhatIfResult, error) {
 	groups, err := shippedRules()
 	if err != nil {
 		return nil, err
@@ -112,5 +136,6 @@ func (w *closedLoopWhatIf) finish(ctx context.Context, res *ScenarioResult, o Op
 	}
 	w.result.Scores = eval.scores(ds, res.Breaches, res.Scenario.Duration)
 	w.result.Headroom = headroomError(w.result.Inferred, res.Truth, int(o.Window/o.ScrapeInterval))
+	w.result.Errors = headroomErrors(w.result.Inferred, res.Truth, int(o.Window/o.ScrapeInterval))
 	return w.result, nil
 }
