@@ -96,7 +96,7 @@ func (r *Report) suiteGoals(p func(string, ...any)) {
 		p("; over the goal in %s", strings.Join(over, ", "))
 	}
 	p(".\n")
-	if len(r.Results) > 0 && r.Results[0].Resweep != nil {
+	if r.Options.ResweepSeed != 0 {
 		var rover []string
 		for _, f := range suiteFamilies {
 			if e := pooledResweepErrors(r.familyResults(f.name)); e.n > 0 && e.p95 > headroomGoal {
@@ -266,15 +266,26 @@ func slicesIndex(name string) int {
 // suiteResweepTables compare kneewatch given the truth's own sweep with
 // kneewatch given an independent one (Options.ResweepSeed), when it ran.
 func (r *Report) suiteResweepTables(p func(string, ...any)) {
-	if len(r.Results) == 0 || r.Results[0].Resweep == nil {
+	if r.Options.ResweepSeed == 0 || len(r.Results) == 0 {
 		return
 	}
 	seed := r.Options.ResweepSeed
+	without := 0
+	for _, res := range r.Results {
+		if res.Resweep == nil {
+			without++
+		}
+	}
 	p("### kneewatch given its own sweep (test half)\n\n")
 	p("Everywhere above, kneewatch is given the very sweep the truth is measured with, so its profile carries no error\n")
 	p("of its own. An operator's profile is a sweep of its own: here a second kneewatch, fed the same scrapes and judged\n")
 	p("against the same truth, is given the deployment's profile swept again with seed %d (the same search, mix model\n", seed)
-	p("included, on other arrivals and request lengths). What differs is one Poisson search's noise in where the knee lies.\n\n")
+	p("included, on other arrivals and request lengths). What differs is one Poisson search's noise in where the knee lies.\n")
+	if without > 0 {
+		p("%d of %d scenarios ran without it: that sweep found no knee for their deployment, and its rows count only the rest.\n",
+			without, len(r.Results))
+	}
+	p("\n")
 	kw, rs := tallyOf(r.Results, DetectorKneewatchPage), tallyOf(r.Results, DetectorResweepPage)
 	e, re := pooledErrors(r.Results), pooledResweepErrors(r.Results)
 	p("| kneewatch given | safe scenarios paged | false pages per scenario-hour | early | on time | missed | headroom error mean / p95 / max |\n")
@@ -312,7 +323,12 @@ func (r *Report) suiteResweepTables(p func(string, ...any)) {
 				g = append(g, o)
 			}
 		}
-		a, b := res.Profile.Knee, res.Resweep.Profile.Knee
+		a := res.Profile.Knee
+		if res.Resweep == nil {
+			p("| %s | %.1f (%.3g) | no knee | — | %.3f / — |\n", k, a.Concurrency, a.RequestsPerSecond, pooledErrors(g).p95)
+			continue
+		}
+		b := res.Resweep.Profile.Knee
 		p("| %s | %.1f (%.3g) | %.1f (%.3g) | %.2f | %.3f / %.3f |\n", k, a.Concurrency, a.RequestsPerSecond,
 			b.Concurrency, b.RequestsPerSecond, b.Concurrency/a.Concurrency, pooledErrors(g).p95, pooledResweepErrors(g).p95)
 	}

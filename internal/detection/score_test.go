@@ -1,11 +1,15 @@
 package detection
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/kneewatch/kneewatch/knee"
 )
 
 // at is an instant m minutes into a run.
@@ -103,5 +107,32 @@ func TestHeadroomErrorTailAndShareWithinTheGoal(t *testing.T) {
 	got := headroomError(inferred, truth, 0)
 	if diff := cmp.Diff([]float64{0.55, 0.1805, 0.19}, []float64{got.WithinGoal, got.P95, got.Max}, approx); diff != "" {
 		t.Errorf("share within 0.1, p95, max (-want +got):\n%s", diff)
+	}
+}
+
+// A resweep that found no knee for a deployment leaves its scenarios
+// without the what-if; the report says how many and still writes the
+// rest, rather than failing on the missing profile.
+func TestResweepTablesCountScenariosWithoutAKnee(t *testing.T) {
+	dep := func(w string) Deployment {
+		return Deployment{Preset: "llama-3.1-8b-h100", Workload: w, Tightness: SLOTight}
+	}
+	with := &ScenarioResult{Scenario: &Scenario{Family: FamilyPlateauSafe, Deployment: dep("chat")},
+		Profile: knee.Profile{Knee: knee.Knee{Concurrency: 100, RequestsPerSecond: 50}}, HeadroomErrors: []float64{0.01, 0.02},
+		Resweep: &WhatIfResult{Profile: knee.Profile{Knee: knee.Knee{Concurrency: 120, RequestsPerSecond: 52}}, Errors: []float64{0.2, 0.3}}}
+	without := &ScenarioResult{Scenario: &Scenario{Family: FamilyPlateauSafe, Deployment: dep("rag")},
+		Profile: knee.Profile{Knee: knee.Knee{Concurrency: 6, RequestsPerSecond: 3}}, HeadroomErrors: []float64{0.05}}
+	r := &Report{Options: Options{Seed: 1, ResweepSeed: 2}, Results: []*ScenarioResult{with, without}}
+	var b strings.Builder
+	r.suiteResweepTables(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) })
+	for _, want := range []string{
+		"1 of 2 scenarios ran without it",
+		"| 8b-h100 chat tight | 100.0 (50) | 120.0 (52) | 1.20 |",
+		"| 8b-h100 rag tight | 6.0 (3) | no knee | — |",
+		"| plateau-safe | 0.047 | 0.295 |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the resweep tables lack %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -2,12 +2,14 @@ package detection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/prometheus/promql"
 
+	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
 )
 
@@ -59,6 +61,13 @@ func newResweepWhatIf(ctx context.Context, sc *Scenario, o Options, engine *prom
 		return nil, nil
 	}
 	p, err := resweep.profile(ctx, sc.Deployment, "", 0, 1)
+	if errors.Is(err, sim.ErrSLOUnreachable) || errors.Is(err, sim.ErrOpenLoopSLOUnreachable) {
+		// That sweep found no knee (its low rate broke the SLO): an
+		// operator would have no profile to give kneewatch, so there is no
+		// what-if to run; the report counts the scenarios left without.
+		o.Logger.Warn("the resweep what-if found no knee; the scenario runs without it", "scenario", sc.Name, "seed", o.ResweepSeed, "err", err)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: the sweep at seed %d: %w", sc.Name, o.ResweepSeed, err)
 	}
