@@ -277,8 +277,8 @@ func (r *Report) suiteResweepTables(p func(string, ...any)) {
 		}
 	}
 	p("### kneewatch given its own sweep (test half)\n\n")
-	p("Everywhere above, kneewatch is given the very sweep the truth is measured with, so its profile carries no error\n")
-	p("of its own. An operator's profile is a sweep of its own: here a second kneewatch, fed the same scrapes and judged\n")
+	p("Everywhere above, kneewatch is given the very sweep the truth is measured with, so at nominal conditions its knee\n")
+	p("is the truth's exactly. An operator's profile is a sweep of its own: here a second kneewatch, fed the same scrapes and judged\n")
 	p("against the same truth, is given the deployment's profile swept again with seed %d (the same search, mix model\n", seed)
 	p("included, on other arrivals and request lengths). What differs is one Poisson search's noise in where the knee lies.\n")
 	if without > 0 {
