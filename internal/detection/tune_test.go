@@ -120,7 +120,7 @@ func TestTunePageVariants(t *testing.T) {
 	// KNEEWATCH_TUNE_RESWEEP=<seed> also gives a second kneewatch the
 	// profile swept again with that seed (Options.ResweepSeed). At seed 2
 	// on the tune half drawn 264 strong (10 min 58 s) its headroom error
-	// p95 was 0.11-0.27 by family against 0.03-0.25 given the truth's own
+	// p95 was 0.12-0.27 by family against 0.03-0.25 given the truth's own
 	// sweep: safe scenarios paged 8 of 95 (10 given the truth's), early
 	// 34 of 44 (36). Two ways to steady the knee were tried there and not
 	// kept: the knee's concurrency fitted over the search's trials near its
