@@ -38,6 +38,11 @@ type Options struct {
 	// the truth's by that measurement's noise. Its page is scored as
 	// DetectorResweepPage.
 	ResweepSeed uint64
+	// ResweepAverageSeeds are more sweeps for the resweep what-if: its
+	// profile is ResweepSeed's with the knee's concurrency and rates the
+	// mean over that sweep and these, as an operator averaging several
+	// sweeps would have.
+	ResweepAverageSeeds []uint64
 	// Seed makes the run reproducible (default 1).
 	Seed uint64
 	// Workers is how many scenarios run at once (default: 2, or 1 on one
@@ -106,14 +111,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	engine := newEngine()
 	defer engine.Close()
 	knees := newKneeCache(o)
-	var resweepKnees *kneeCache
+	var resweepKnees []*kneeCache
 	if o.ResweepSeed != 0 {
-		if o.ResweepSeed == o.Seed {
-			return nil, fmt.Errorf("the resweep seed %d is the run's own: its profile would be the truth's", o.ResweepSeed)
+		for _, seed := range append([]uint64{o.ResweepSeed}, o.ResweepAverageSeeds...) {
+			if seed == o.Seed {
+				return nil, fmt.Errorf("the resweep seed %d is the run's own: its profile would be the truth's", seed)
+			}
+			ro := o
+			ro.Seed = seed
+			resweepKnees = append(resweepKnees, newKneeCache(ro))
 		}
-		ro := o
-		ro.Seed = o.ResweepSeed
-		resweepKnees = newKneeCache(ro)
 	}
 	// Each scenario is run on a copy: a derived SLO is set on it.
 	scenarios := slices.Clone(o.Scenarios)

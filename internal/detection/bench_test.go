@@ -3,6 +3,7 @@ package detection
 import (
 	"bytes"
 	"context"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -171,9 +172,11 @@ const mixShiftScenario = 7
 var benchSubset = []string{FamilyFlashCrowd, FamilyPlateauSafe, FamilyMixStep}
 
 func TestResweepSeedMustDifferFromTheRunsOwn(t *testing.T) {
-	_, err := Run(context.Background(), Options{ResweepSeed: 1})
-	if err == nil || !strings.Contains(err.Error(), "resweep seed 1 is the run's own") {
-		t.Fatalf("Run with the resweep seed equal to the run's: got %v, want an error naming it", err)
+	for _, o := range []Options{{ResweepSeed: 1}, {ResweepSeed: 2, ResweepAverageSeeds: []uint64{3, 1}}} {
+		_, err := Run(context.Background(), o)
+		if err == nil || !strings.Contains(err.Error(), "resweep seed 1 is the run's own") {
+			t.Errorf("Run with a resweep seed equal to the run's (%v, %v): got %v, want an error naming it", o.ResweepSeed, o.ResweepAverageSeeds, err)
+		}
 	}
 }
 
@@ -195,9 +198,22 @@ func TestBenchSuiteSubset(t *testing.T) {
 		i := slices.IndexFunc(suite.Test, func(sc Scenario) bool { return sc.Family == f })
 		scs = append(scs, suite.Test[i])
 	}
-	rep, err := Run(context.Background(), Options{Scenarios: scs, ResweepSeed: 2})
+	rep, err := Run(context.Background(), Options{Scenarios: scs, ResweepSeed: 2, ResweepAverageSeeds: []uint64{3}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The what-if's knee is the mean of the two sweeps' (seeds 2 and 3).
+	first := rep.Results[0]
+	var sum float64
+	for _, seed := range []uint64{2, 3} {
+		p, err := newKneeCache(Options{Seed: seed}.withDefaults()).profile(context.Background(), first.Scenario.Deployment, "", 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += p.Knee.Concurrency
+	}
+	if got := first.Resweep.Profile.Knee.Concurrency; math.Abs(got-sum/2) > 1e-9 {
+		t.Errorf("%s: the averaged resweep knee is %v in flight, want the mean of seeds 2 and 3, %v", first.Scenario.Name, got, sum/2)
 	}
 	for _, res := range rep.Results {
 		// The resweep what-if is kneewatch given a sweep of its own: same
@@ -234,7 +250,7 @@ func TestBenchSuiteSubset(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"### Goals (test half)", "oracle (page on true headroom)", "### By family (test half)", "### Headroom error by deployment",
-		"### kneewatch given its own sweep (test half)", "| an independent sweep (seed 2) |", "kneewatch page, given an independent sweep (seed 2)"} {
+		"### kneewatch given its own sweep (test half)", "| an independent sweep (seeds 2 and 3 averaged) |", "kneewatch page, given an independent sweep (seeds 2 and 3 averaged)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the report lacks %q", want)
 		}

@@ -2,6 +2,7 @@ package detection
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -118,9 +119,22 @@ func variantDetector(v PageVariant) Detector {
 const DetectorResweepPage = "kneewatch-page-resweep"
 
 // resweepDetector is the page d as the resweep what-if scores it.
-func resweepDetector(d Detector, seed uint64) Detector {
+func resweepDetector(d Detector, o Options) Detector {
 	d.Key = DetectorResweepPage
-	d.Name = fmt.Sprintf("kneewatch page, given an independent sweep (seed %d)", seed)
-	d.Basis += fmt.Sprintf("; kneewatch given the deployment's profile swept again with seed %d", seed)
+	d.Name = "kneewatch page, given an independent sweep (" + resweepSeeds(o) + ")"
+	d.Basis += "; kneewatch given the deployment's profile swept again with " + resweepSeeds(o)
 	return d
+}
+
+// resweepSeeds names the resweep what-if's sweeps: "seed 2", or "seeds 2
+// and 3 averaged".
+func resweepSeeds(o Options) string {
+	if len(o.ResweepAverageSeeds) == 0 {
+		return fmt.Sprintf("seed %d", o.ResweepSeed)
+	}
+	seeds := []string{fmt.Sprint(o.ResweepSeed)}
+	for _, s := range o.ResweepAverageSeeds {
+		seeds = append(seeds, fmt.Sprint(s))
+	}
+	return "seeds " + strings.Join(seeds[:len(seeds)-1], ", ") + " and " + seeds[len(seeds)-1] + " averaged"
 }

@@ -104,8 +104,8 @@ func (r *Report) suiteGoals(p func(string, ...any)) {
 			}
 		}
 		re := pooledResweepErrors(r.Results)
-		p("  Given a profile of its own (an independent sweep, seed %d) rather than the truth's: mean %.3f, p95 %.3f, max %.3f;\n",
-			r.Options.ResweepSeed, re.mean, re.p95, re.max)
+		p("  Given a profile of its own (an independent sweep, %s) rather than the truth's: mean %.3f, p95 %.3f, max %.3f;\n",
+			resweepSeeds(r.Options), re.mean, re.p95, re.max)
 		p("  over the goal in %d of %d families (see \"kneewatch given its own sweep\").\n", len(rover), len(suiteFamilies))
 	}
 	p("- **The truth judged every moment:** %d of %d scrapes (%.2f%%) were unknown, all at the start of a run before %d\n",
@@ -269,7 +269,6 @@ func (r *Report) suiteResweepTables(p func(string, ...any)) {
 	if r.Options.ResweepSeed == 0 || len(r.Results) == 0 {
 		return
 	}
-	seed := r.Options.ResweepSeed
 	without := 0
 	for _, res := range r.Results {
 		if res.Resweep == nil {
@@ -279,7 +278,7 @@ func (r *Report) suiteResweepTables(p func(string, ...any)) {
 	p("### kneewatch given its own sweep (test half)\n\n")
 	p("Everywhere above, kneewatch is given the very sweep the truth is measured with, so at nominal conditions its knee\n")
 	p("is the truth's exactly. An operator's profile is a sweep of its own: here a second kneewatch, fed the same scrapes and judged\n")
-	p("against the same truth, is given the deployment's profile swept again with seed %d (the same search, mix model\n", seed)
+	p("against the same truth, is given the deployment's profile swept again with %s (the same search, mix model\n", resweepSeeds(r.Options))
 	p("included, on other arrivals and request lengths). What differs is one Poisson search's noise in where the knee lies.\n")
 	if without > 0 {
 		p("%d of %d scenarios ran without it: that sweep found no knee for their deployment, and its rows count only the rest.\n",
@@ -294,7 +293,7 @@ func (r *Report) suiteResweepTables(p func(string, ...any)) {
 		name string
 		t    tally
 		e    errorStats
-	}{{"the truth's sweep (seed " + fmt.Sprint(r.Options.Seed) + ")", kw, e}, {fmt.Sprintf("an independent sweep (seed %d)", seed), rs, re}} {
+	}{{"the truth's sweep (seed " + fmt.Sprint(r.Options.Seed) + ")", kw, e}, {"an independent sweep (" + resweepSeeds(r.Options) + ")", rs, re}} {
 		t := row.t
 		p("| %s | %d of %d | %.2f | %d of %d (%s) | %d of %d (%s) | %d | %.3f / %.3f / %.3f |\n", row.name, t.safePaged, t.safe,
 			float64(t.falsePages)/t.hours, t.early, t.earlyPossible, pct(share(t.early, t.earlyPossible)),

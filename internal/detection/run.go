@@ -60,7 +60,7 @@ type ScenarioResult struct {
 // runScenario simulates one scenario, feeds every scrape through kneewatch
 // and into a Prometheus store, evaluates every detector's rules over it, and
 // scores them against the ground truth.
-func runScenario(ctx context.Context, sc *Scenario, o Options, knees, resweepKnees *kneeCache, engine *promql.Engine) (*ScenarioResult, error) {
+func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache, resweepKnees []*kneeCache, engine *promql.Engine) (*ScenarioResult, error) {
 	started := time.Now()
 	if sc.Deployment.SLO == (knee.SLO{}) && sc.Deployment.Tightness != "" {
 		slo, err := knees.slo(ctx, sc.Deployment)
@@ -206,7 +206,7 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees, resweepKne
 		// Its page is scored beside the others, under a name of its own.
 		for _, s := range res.Resweep.Scores {
 			if s.Detector.Key == DetectorKneewatchPage {
-				s.Detector = resweepDetector(s.Detector, o.ResweepSeed)
+				s.Detector = resweepDetector(s.Detector, o)
 				res.Scores = append(res.Scores, s)
 			}
 		}

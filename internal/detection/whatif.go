@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -56,20 +57,58 @@ func newClosedLoopWhatIf(sc *Scenario, o Options, engine *promql.Engine, prof *k
 // would give: the deployment's nominal Poisson knee and mix model measured
 // again with Options.ResweepSeed, independently of the one the truth and
 // the bench's kneewatch share. nil when the option is off.
-func newResweepWhatIf(ctx context.Context, sc *Scenario, o Options, engine *promql.Engine, resweep *kneeCache) (*profileWhatIf, error) {
-	if resweep == nil {
+// With Options.ResweepAverageSeeds, the knee's concurrency and rates are
+// the mean over every sweep's.
+func newResweepWhatIf(ctx context.Context, sc *Scenario, o Options, engine *promql.Engine, resweep []*kneeCache) (*profileWhatIf, error) {
+	if len(resweep) == 0 {
 		return nil, nil
 	}
-	p, err := resweep.profile(ctx, sc.Deployment, "", 0, 1)
-	if errors.Is(err, sim.ErrSLOUnreachable) || errors.Is(err, sim.ErrOpenLoopSLOUnreachable) {
-		// That sweep found no knee (its low rate broke the SLO): an
-		// operator would have no profile to give kneewatch, so there is no
-		// what-if to run; the report counts the scenarios left without.
-		o.Logger.Warn("the resweep what-if found no knee; the scenario runs without it", "scenario", sc.Name, "seed", o.ResweepSeed, "err", err)
-		return nil, nil
+	var p knee.Profile
+	var sum knee.Knee
+	for i, kc := range resweep {
+		q, err := kc.profile(ctx, sc.Deployment, "", 0, 1)
+		if errors.Is(err, sim.ErrSLOUnreachable) || errors.Is(err, sim.ErrOpenLoopSLOUnreachable) {
+			// That sweep found no knee (its low rate broke the SLO): an
+			// operator would have no profile to give kneewatch, so there
+			// is no what-if to run; the report counts the scenarios left
+			// without.
+			o.Logger.Warn("the resweep what-if found no knee; the scenario runs without it", "scenario", sc.Name, "seed", kc.opts.Seed, "err", err)
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: the sweep at seed %d: %w", sc.Name, kc.opts.Seed, err)
+		}
+		if i == 0 {
+			p = q
+		}
+		sum.Concurrency += q.Knee.Concurrency
+		sum.RequestsPerSecond += q.Knee.RequestsPerSecond
+		sum.OutputTokensPerSecond += q.Knee.OutputTokensPerSecond
+		sum.GoodputTokensPerSecond += q.Knee.GoodputTokensPerSecond
 	}
-	if err != nil {
-		return nil, fmt.Errorf("scenario %s: the sweep at seed %d: %w", sc.Name, o.ResweepSeed, err)
+	if n := float64(len(resweep)); n > 1 {
+		fc, fr := sum.Concurrency/n/p.Knee.Concurrency, sum.RequestsPerSecond/n/p.Knee.RequestsPerSecond
+		p.Knee.Concurrency = sum.Concurrency / n
+		p.Knee.RequestsPerSecond = sum.RequestsPerSecond / n
+		p.Knee.OutputTokensPerSecond = sum.OutputTokensPerSecond / n
+		p.Knee.GoodputTokensPerSecond = sum.GoodputTokensPerSecond / n
+		if m := p.MixModel; m != nil {
+			// The mix model is anchored at the first sweep's knee; moved
+			// with it, it keeps its shape (a copy: the cached profile's
+			// model is shared).
+			mm := *m
+			mm.Points = slices.Clone(m.Points)
+			for i := range mm.Points {
+				mm.Points[i].Concurrency *= fc
+				mm.Points[i].RequestsPerSecond *= fr
+			}
+			mm.Concurrency.AtProfileMix *= fc
+			mm.RequestsPerSecond.AtProfileMix *= fr
+			p.MixModel = &mm
+		}
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("scenario %s: the averaged resweep profile: %w", sc.Name, err)
+		}
 	}
 	p.Metadata.Name += "-resweep"
 	return newProfileWhatIf(p, o, engine)
