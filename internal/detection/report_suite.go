@@ -167,27 +167,36 @@ func (r *Report) suiteFamilyTable(p func(string, ...any)) {
 func (r *Report) suiteDeploymentTable(p func(string, ...any)) {
 	p("### Headroom error by deployment (test half)\n\n")
 	p("| deployment | SLO | true knee: in flight (req/s) | scenarios | scrapes | mean | p95 | max |\n|---|---|---|---|---|---|---|---|\n")
-	type group struct {
-		first *ScenarioResult
-		rs    []*ScenarioResult
-	}
-	var order []string
-	groups := map[string]*group{}
-	for _, res := range r.Results {
-		k := deploymentName(res.Scenario.Deployment)
-		if groups[k] == nil {
-			groups[k] = &group{first: res}
-			order = append(order, k)
-		}
-		groups[k].rs = append(groups[k].rs, res)
-	}
-	for _, k := range order {
-		g := groups[k]
+	for _, g := range r.byDeployment() {
 		e := pooledErrors(g.rs)
-		p("| %s | %s | %.1f (%.3g) | %d | %d | %.3f | %.3f | %.3f |\n", k, sloText(g.first.Scenario.Deployment.SLO),
+		p("| %s | %s | %.1f (%.3g) | %d | %d | %.3f | %.3f | %.3f |\n", g.name, sloText(g.first.Scenario.Deployment.SLO),
 			g.first.Profile.Knee.Concurrency, g.first.KneeRate, len(g.rs), e.n, e.mean, e.p95, e.max)
 	}
 	p("\n")
+}
+
+// deploymentGroup is the results of one deployment, first the one that
+// came first.
+type deploymentGroup struct {
+	name  string
+	first *ScenarioResult
+	rs    []*ScenarioResult
+}
+
+// byDeployment groups the results by deployment, in the order each
+// deployment first appears.
+func (r *Report) byDeployment() []*deploymentGroup {
+	var order []*deploymentGroup
+	groups := map[string]*deploymentGroup{}
+	for _, res := range r.Results {
+		k := deploymentName(res.Scenario.Deployment)
+		if groups[k] == nil {
+			groups[k] = &deploymentGroup{name: k, first: res}
+			order = append(order, groups[k])
+		}
+		groups[k].rs = append(groups[k].rs, res)
+	}
+	return order
 }
 
 func (r *Report) suiteScenarioTable(p func(string, ...any)) {
@@ -309,27 +318,15 @@ func (r *Report) suiteResweepTables(p func(string, ...any)) {
 	}
 	p("\nThe two sweeps' knees, by deployment (in flight at the knee's request rate):\n\n")
 	p("| deployment | the truth's sweep: in flight (req/s) | independent sweep: in flight (req/s) | in flight, independent ÷ truth's | headroom error p95: truth's / independent |\n|---|---|---|---|---|\n")
-	seen := map[string]bool{}
-	for _, res := range r.Results {
-		k := deploymentName(res.Scenario.Deployment)
-		if seen[k] {
+	for _, g := range r.byDeployment() {
+		a := g.first.Profile.Knee
+		if g.first.Resweep == nil {
+			p("| %s | %.1f (%.3g) | no knee | — | %.3f / — |\n", g.name, a.Concurrency, a.RequestsPerSecond, pooledErrors(g.rs).p95)
 			continue
 		}
-		seen[k] = true
-		var g []*ScenarioResult
-		for _, o := range r.Results {
-			if deploymentName(o.Scenario.Deployment) == k {
-				g = append(g, o)
-			}
-		}
-		a := res.Profile.Knee
-		if res.Resweep == nil {
-			p("| %s | %.1f (%.3g) | no knee | — | %.3f / — |\n", k, a.Concurrency, a.RequestsPerSecond, pooledErrors(g).p95)
-			continue
-		}
-		b := res.Resweep.Profile.Knee
-		p("| %s | %.1f (%.3g) | %.1f (%.3g) | %.2f | %.3f / %.3f |\n", k, a.Concurrency, a.RequestsPerSecond,
-			b.Concurrency, b.RequestsPerSecond, b.Concurrency/a.Concurrency, pooledErrors(g).p95, pooledResweepErrors(g).p95)
+		b := g.first.Resweep.Profile.Knee
+		p("| %s | %.1f (%.3g) | %.1f (%.3g) | %.2f | %.3f / %.3f |\n", g.name, a.Concurrency, a.RequestsPerSecond,
+			b.Concurrency, b.RequestsPerSecond, b.Concurrency/a.Concurrency, pooledErrors(g.rs).p95, pooledResweepErrors(g.rs).p95)
 	}
 	p("\n")
 }

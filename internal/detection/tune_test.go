@@ -124,7 +124,7 @@ func TestTunePageVariants(t *testing.T) {
 	// sweep: safe scenarios paged 8 of 95 (10 given the truth's), early
 	// 34 of 44 (36). Two ways to steady the knee were tried there and not
 	// kept: the knee's concurrency fitted over the search's trials near its
-	// rate (worse: above the knee a trial's queue runs away, 10-60× the
+	// rate (worse: above the knee a trial's queue can run away, 6-12× the
 	// in-flight of a kept trial a few percent slower), and the median of
 	// the kept trial and two more seeds at its rate, for the truth and the
 	// resweep alike (the resweep's p95 fell in 8 families and rose in 5,
