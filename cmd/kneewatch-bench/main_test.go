@@ -19,6 +19,7 @@ func TestRunRejectsBadFlagsBeforeSimulatingAnything(t *testing.T) {
 		{"an unknown flag", []string{"--speed", "2"}, "flag provided but not defined: -speed"},
 		{"a seed that is not a number", []string{"--other-seeds", "2,x"}, `--other-seeds: "x" is not a seed`},
 		{"a zero seed", []string{"--other-seeds", "0"}, `--other-seeds: "0" is not a seed`},
+		{"no truth grid search", []string{"--truth-grid-seeds", "0"}, "--truth-grid-seeds must be at least 1, got 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,6 +43,13 @@ type Options struct {
 	// mean over that sweep and these, as an operator averaging several
 	// sweeps would have.
 	ResweepAverageSeeds []uint64
+	// TruthGridSeeds is how many independent knee searches the truth's
+	// knee under changed conditions (a share of another mix, a slower GPU;
+	// see kneeCache.grid) is the median of (default 1). One Poisson search
+	// is a noisy measure: its knee's in-flight requests differ by a median
+	// of 17% from seed to seed. At nominal conditions the truth keeps the
+	// one sweep kneewatch is given.
+	TruthGridSeeds int
 	// Seed makes the run reproducible (default 1).
 	Seed uint64
 	// Workers is how many scenarios run at once (default: 2, or 1 on one
@@ -70,6 +77,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Seed == 0 {
 		o.Seed = 1
+	}
+	if o.TruthGridSeeds <= 0 {
+		o.TruthGridSeeds = 1
 	}
 	if o.Workers <= 0 {
 		o.Workers = min(2, runtime.GOMAXPROCS(0))

@@ -164,23 +164,42 @@ func (k *kneeCache) grid(ctx context.Context, sc *Scenario) (*kneeGrid, error) {
 	for _, share := range g.shares {
 		row := make([]float64, len(g.slowdowns))
 		for j, f := range g.slowdowns {
-			p, err := k.profile(ctx, sc.Deployment, sc.AltWorkload, share, f)
-			switch {
-			case errors.Is(err, sim.ErrSLOUnreachable), errors.Is(err, sim.ErrOpenLoopSLOUnreachable):
-				// Even one request at a time breaks the SLO (a share of
-				// long prompts under a TTFT set for chat), or Poisson
-				// arrivals at a tenth of the closed-loop knee's rate do:
-				// every load a scenario offers is far past the knee.
-				row[j] = unreachableKnee
-			case err != nil:
-				return nil, err
-			default:
-				row[j] = p.Knee.Concurrency
+			// At nominal conditions the truth is the sweep kneewatch is
+			// given; elsewhere the median of Options.TruthGridSeeds.
+			caches := []*kneeCache{k}
+			if share > 0 || f != 1 {
+				caches = append(caches, k.gridSeeds...)
 			}
+			knees := make([]float64, 0, len(caches))
+			for _, c := range caches {
+				v, err := c.gridKnee(ctx, sc, share, f)
+				if err != nil {
+					return nil, err
+				}
+				knees = append(knees, v)
+			}
+			slices.Sort(knees)
+			row[j] = knee.SampleQuantile(knees, 0.5)
 		}
 		g.knees = append(g.knees, row)
 	}
 	return g, nil
+}
+
+// gridKnee is one search's knee concurrency for a grid point of sc.
+func (k *kneeCache) gridKnee(ctx context.Context, sc *Scenario, share, slowdown float64) (float64, error) {
+	p, err := k.profile(ctx, sc.Deployment, sc.AltWorkload, share, slowdown)
+	switch {
+	case errors.Is(err, sim.ErrSLOUnreachable), errors.Is(err, sim.ErrOpenLoopSLOUnreachable):
+		// Even one request at a time breaks the SLO (a share of
+		// long prompts under a TTFT set for chat), or Poisson
+		// arrivals at a tenth of the closed-loop knee's rate do:
+		// every load a scenario offers is far past the knee.
+		return unreachableKnee, nil
+	case err != nil:
+		return 0, err
+	}
+	return p.Knee.Concurrency, nil
 }
 
 // unreachableKnee stands for the knee of conditions under which the SLO

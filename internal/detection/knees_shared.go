@@ -16,9 +16,25 @@ type kneeCache struct {
 	opts     Options
 	profiles flights[kneeKey, knee.Profile]
 	slos     flights[Deployment, knee.SLO]
+	// gridSeeds measure the truth's grid again with other seeds
+	// (Options.TruthGridSeeds).
+	gridSeeds []*kneeCache
 }
 
-func newKneeCache(o Options) *kneeCache { return &kneeCache{opts: o} }
+// gridSeedStride spaces the seeds of the truth grid's extra searches away
+// from the run's own and from the resweep what-if's (the run's + 1, 2, …).
+const gridSeedStride = 1000
+
+func newKneeCache(o Options) *kneeCache {
+	c := &kneeCache{opts: o}
+	for i := 1; i < o.TruthGridSeeds; i++ {
+		gs := o
+		gs.Seed = o.Seed + uint64(i)*gridSeedStride
+		gs.TruthGridSeeds = 1
+		c.gridSeeds = append(c.gridSeeds, &kneeCache{opts: gs})
+	}
+	return c
+}
 
 // profile is kneeFinder.profile, measured once per set of conditions.
 func (c *kneeCache) profile(ctx context.Context, dep Deployment, alt string, share, slowdown float64) (knee.Profile, error) {

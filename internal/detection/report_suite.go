@@ -253,11 +253,16 @@ func (r *Report) suiteMethod(p func(string, ...any)) {
 	p("- **Speed.** Scenarios run %d at a time; each true knee (per deployment, mix share and slowdown) is measured once\n", r.Suite.Options.Workers)
 	p("  per run, on a grid of mix shares 0.1–1 and slowdowns every 0.2; the regressions and the suite half run side by\n")
 	p("  side.\n")
-	p("- **The truth's own noise.** Each true knee is one Poisson rate search, and with only its seed changed a knee moves:\n")
+	p("- **The truth's own noise.** A true knee is a Poisson rate search, and with only its seed changed a knee moves:\n")
 	p("  its mean in flight far more than its request rate (`KNEEWATCH_KNEE_SPREAD=1 go test -run TestPoissonKneeSeedSpread\n")
 	p("  ./internal/detection` prints both for every deployment). kneewatch is given the truth's own knee at nominal\n")
 	p("  conditions, so the noise is counted only where a slowdown or a mix share has a knee of its own: in the throttle\n")
-	p("  and mix families' headroom error. An operator's profile is a sweep of its own, with its own noise: the\n")
+	p("  and mix families' headroom error.")
+	if n := r.Suite.Options.TruthGridSeeds; n > 1 {
+		p(" There, on this half, the true knee is the median of %d searches with different seeds\n", n)
+		p("  (`kneewatch-bench --truth-grid-seeds`), so one unlucky search does not stand for the truth.")
+	}
+	p(" An operator's profile is a sweep of its own, with its own noise: the\n")
 	p("  \"kneewatch given its own sweep\" tables run a second kneewatch on the same scrapes with the deployment's profile\n")
 	p("  swept again at another seed (`kneewatch-bench --resweep-seed`, `Options.ResweepSeed`); its error against the\n")
 	p("  truth holds both sweeps' noise.\n\n")

@@ -1,11 +1,13 @@
 package detection
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
 )
 
@@ -38,6 +40,52 @@ func TestKneeGridInterpolatesCapacity(t *testing.T) {
 				t.Errorf("knee (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestTruthGridIsTheMedianOfItsSeedsAwayFromNominal(t *testing.T) {
+	sc := &Scenario{
+		Deployment: Deployment{Preset: "llama-3.1-8b-h100", Workload: "chat", Tightness: "tight"},
+		Duration:   30 * time.Minute, AltWorkload: "rag",
+		AltShare: func(t time.Duration) float64 { return 0.3 * min(t.Minutes()/10, 1) },
+	}
+	c := newKneeCache(Options{TruthGridSeeds: 3}.withDefaults())
+	if len(c.gridSeeds) != 2 || c.gridSeeds[0].opts.Seed == c.opts.Seed || c.gridSeeds[1].opts.Seed == c.gridSeeds[0].opts.Seed {
+		t.Fatalf("TruthGridSeeds 3: want 2 more caches with seeds of their own, got %d", len(c.gridSeeds))
+	}
+	// Each cache's knee at each share, as its search would have measured
+	// it; a nil knee stands for a search that found the SLO unreachable.
+	knees := map[float64][3]any{
+		0:   {40.0, 10.0, 20.0}, // nominal: the run's own sweep, whatever the others say
+		0.1: {30.0, 90.0, 60.0}, // median 60
+		0.2: {nil, 50.0, 70.0},  // median of (unreachable, 50, 70): 50
+		0.3: {nil, nil, 25.0},   // two unreachable: unreachable
+		0.5: {1.0, 2.0, 3.0},    // beyond the scenario's largest share: not measured
+		1:   {1.0, 2.0, 3.0},    // likewise
+	}
+	caches := []*kneeCache{c, c.gridSeeds[0], c.gridSeeds[1]}
+	for share, ks := range knees {
+		for i, k := range ks {
+			alt := sc.AltWorkload
+			if share == 0 {
+				alt = ""
+			}
+			key := kneeKey{preset: sc.Deployment.Preset, workload: sc.Deployment.Workload, alt: alt, share: share, slowdown: 1, slo: sc.Deployment.SLO}
+			caches[i].profiles.do(key, func() (knee.Profile, error) {
+				if k == nil {
+					return knee.Profile{}, sim.ErrSLOUnreachable
+				}
+				return knee.Profile{Knee: knee.Knee{Concurrency: k.(float64)}}, nil
+			})
+		}
+	}
+	g, err := c.grid(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &kneeGrid{shares: []float64{0, 0.1, 0.2, 0.3}, slowdowns: []float64{1}, knees: [][]float64{{40}, {60}, {50}, {unreachableKnee}}}
+	if diff := cmp.Diff(want, g, cmp.AllowUnexported(kneeGrid{})); diff != "" {
+		t.Errorf("grid (-want +got):\n%s", diff)
 	}
 }
 

@@ -147,8 +147,11 @@ func TestTunePageVariants(t *testing.T) {
 		}
 		avgSeeds = append(avgSeeds, s)
 	}
+	// KNEEWATCH_TUNE_TRUTH_SEEDS=N: the truth's grid the median of N searches.
+	truthSeeds, _ := strconv.Atoi(os.Getenv("KNEEWATCH_TUNE_TRUTH_SEEDS"))
 	rep, err := Run(context.Background(), Options{Scenarios: scs, PageVariants: tuneVariants(), ResweepSeed: resweepSeed, ResweepAverageSeeds: avgSeeds,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		TruthGridSeeds: truthSeeds,
+		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +181,7 @@ func TestTunePageVariants(t *testing.T) {
 	}
 	for _, res := range rep.Results {
 		e := pooledErrors([]*ScenarioResult{res})
-		line := fmt.Sprintf("%-48s safe=%v breaches=%d err %.3f/%.3f", res.Scenario.Name, res.Scenario.Safe, len(res.Breaches), e.mean, e.p95)
+		line := fmt.Sprintf("%4d %-48s safe=%v breaches=%d err %.3f/%.3f", res.Scenario.ID, res.Scenario.Name, res.Scenario.Safe, len(res.Breaches), e.mean, e.p95)
 		for _, k := range keys {
 			s := res.score(k)
 			if s == nil {
