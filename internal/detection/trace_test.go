@@ -65,7 +65,9 @@ func TestTraceScenarios(t *testing.T) {
 	// The headroom page alone beside the shipped page (which adds
 	// KneewatchPastKnee), to tell which of the two alerts paged.
 	alone := PageVariant{Name: "headroom alone", Options: rules.DefaultOptions().HeadroomExhausted}
-	rep, err := Run(context.Background(), Options{Scenarios: scs, PageVariants: []PageVariant{alone},
+	// KNEEWATCH_TUNE_TRUTH_SEEDS as for TestTunePageVariants.
+	truthSeeds, _ := strconv.Atoi(os.Getenv("KNEEWATCH_TUNE_TRUTH_SEEDS"))
+	rep, err := Run(context.Background(), Options{Scenarios: scs, PageVariants: []PageVariant{alone}, TruthGridSeeds: truthSeeds,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
