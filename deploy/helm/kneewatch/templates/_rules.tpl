@@ -640,66 +640,14 @@ groups:
           (
               (
                   (
+                      max by (replica, model, profile, namespace, pod, cluster) (kneewatch_replica_headroom_ratio)
+                    and on (replica, model, profile, namespace, pod, cluster)
                       (
-                          (
-                              max by (replica, model, profile, namespace, pod, cluster) (kneewatch_replica_headroom_ratio)
-                            and on (replica, model, profile, namespace, pod, cluster)
-                              (
-                                  max by (replica, model, profile, namespace, pod, cluster) (
-                                    increase(kneewatch_replica_requests_total[{{ $p.evaluation_window.dur }}])
-                                  )
-                                >=
-                                  {{ $p.headroom_exhausted_sustain_requests.int }}
-                              )
+                          max by (replica, model, profile, namespace, pod, cluster) (
+                            increase(kneewatch_replica_requests_total[{{ $p.evaluation_window.dur }}])
                           )
-                        or
-                          (
-                              (
-                                  1
-                                -
-                                  max by (replica, model, profile, namespace, pod, cluster) (
-                                      avg_over_time(kneewatch_replica_knee_load_ratio[2m])
-                                    and
-                                      (
-                                          count_over_time(kneewatch_replica_knee_load_ratio[2m])
-                                        >= ignoring (dimension) group_left ()
-                                          count_over_time(kneewatch_replica_headroom_ratio[2m])
-                                      )
-                                  )
-                              )
-                            and on (replica, model, profile, namespace, pod, cluster)
-                              (
-                                  max by (replica, model, profile, namespace, pod, cluster) (
-                                    increase(kneewatch_replica_requests_total[2m])
-                                  )
-                                >=
-                                  {{ $p.headroom_exhausted_sustain_requests.int }}
-                              )
-                          )
-                      )
-                    or
-                      (
-                          (
-                              1
-                            -
-                              max by (replica, model, profile, namespace, pod, cluster) (
-                                  avg_over_time(kneewatch_replica_knee_load_ratio[3m])
-                                and
-                                  (
-                                      count_over_time(kneewatch_replica_knee_load_ratio[3m])
-                                    >= ignoring (dimension) group_left ()
-                                      count_over_time(kneewatch_replica_headroom_ratio[3m])
-                                  )
-                              )
-                          )
-                        and on (replica, model, profile, namespace, pod, cluster)
-                          (
-                              max by (replica, model, profile, namespace, pod, cluster) (
-                                increase(kneewatch_replica_requests_total[3m])
-                              )
-                            >=
-                              {{ $p.headroom_exhausted_sustain_requests.int }}
-                          )
+                        >=
+                          {{ $p.headroom_exhausted_sustain_requests.int }}
                       )
                   )
                 or
@@ -708,19 +656,19 @@ groups:
                           1
                         -
                           max by (replica, model, profile, namespace, pod, cluster) (
-                              avg_over_time(kneewatch_replica_knee_load_ratio[5m])
+                              avg_over_time(kneewatch_replica_knee_load_ratio[2m])
                             and
                               (
-                                  count_over_time(kneewatch_replica_knee_load_ratio[5m])
+                                  count_over_time(kneewatch_replica_knee_load_ratio[2m])
                                 >= ignoring (dimension) group_left ()
-                                  count_over_time(kneewatch_replica_headroom_ratio[5m])
+                                  count_over_time(kneewatch_replica_headroom_ratio[2m])
                               )
                           )
                       )
                     and on (replica, model, profile, namespace, pod, cluster)
                       (
                           max by (replica, model, profile, namespace, pod, cluster) (
-                            increase(kneewatch_replica_requests_total[5m])
+                            increase(kneewatch_replica_requests_total[2m])
                           )
                         >=
                           {{ $p.headroom_exhausted_sustain_requests.int }}
@@ -733,19 +681,19 @@ groups:
                       1
                     -
                       max by (replica, model, profile, namespace, pod, cluster) (
-                          avg_over_time(kneewatch_replica_knee_load_ratio[7m])
+                          avg_over_time(kneewatch_replica_knee_load_ratio[5m])
                         and
                           (
-                              count_over_time(kneewatch_replica_knee_load_ratio[7m])
+                              count_over_time(kneewatch_replica_knee_load_ratio[5m])
                             >= ignoring (dimension) group_left ()
-                              count_over_time(kneewatch_replica_headroom_ratio[7m])
+                              count_over_time(kneewatch_replica_headroom_ratio[5m])
                           )
                       )
                   )
                 and on (replica, model, profile, namespace, pod, cluster)
                   (
                       max by (replica, model, profile, namespace, pod, cluster) (
-                        increase(kneewatch_replica_requests_total[7m])
+                        increase(kneewatch_replica_requests_total[5m])
                       )
                     >=
                       {{ $p.headroom_exhausted_sustain_requests.int }}
