@@ -140,17 +140,32 @@ func shrinkBy(d, band float64) float64 {
 // reads the load against (1: the profile's own). Against the profile's
 // knee alone it pinned the headroom there whatever the mix: tune 1039, an
 // 8B/L4 RAG replica turning half code, read an effective load of 1.06
-// (load ÷ the profile's knee) while its true headroom was 0.56. Raised
-// means more in flight at a higher request rate, by the smaller factor,
-// past the model's own error (mixModelError): windows of lighter requests
-// by chance raised it on replicas whose mix never moved. A knee the model
-// lowers is the load dimension's already. One whose concurrency rises
-// while its rate falls (longer outputs) is where the model is least sure
-// of blends: a summarize replica turning 30% long-context read its moved
-// knee anywhere from 12 to 30 in flight, window to window, against a true
-// 12.7, and the profile's knee held it.
+// (load ÷ the profile's knee) while its true headroom was 0.56. A rise
+// counts only past the model's own error (mixModelError): windows of
+// lighter requests by chance raised it on replicas whose mix never moved.
+// A knee the model lowers is the load dimension's already.
+//
+// Which rise counts depends on the prompts. The speed dimension reads
+// in-flight requests, so the knee's concurrency is its unit; where the
+// prompts are no longer than the profile's, a knee whose concurrency rises
+// while its rate falls is the model's longer outputs (requests that live
+// longer in the batch, each prefill weighing on more tokens), and the
+// concurrency counts. Against the smaller of the two factors, as before,
+// the RAG and summarize replicas of the bench turning toward code read the
+// profile's knee: on the test half (132 scenarios) the mix-step family's
+// headroom error p95 was 0.292, with the concurrency where prompts did not
+// grow 0.140 (mix-ramp 0.204 to 0.183; on the tune half 0.240 to 0.226
+// and 0.223 to 0.212; pages unchanged on both). Where the prompts grew,
+// a rise needs the rate's too: a summarize replica turning 30%
+// long-context read its moved knee anywhere from 12 to 30 in flight,
+// window to window, against a true 12.7, and the profile's knee held it;
+// counting the concurrency there too put the tune half's mix-step at 0.276.
 func (s mixShift) speedKneeFactor() float64 {
-	return max(min(s.concurrency, s.rate)/(1+mixModelError), 1)
+	rise := min(s.concurrency, s.rate)
+	if s.prompt <= 1 {
+		rise = s.concurrency
+	}
+	return max(rise/(1+mixModelError), 1)
 }
 
 // movedKnee is k moved by s: its concurrency and request rate by the

@@ -436,12 +436,14 @@ func TestAKVBoundKneeWithAMixModelReadsItsCacheAgainstSaturation(t *testing.T) {
 // against the profile's: otherwise it holds the headroom at the profile's
 // knee whatever the mix model says (tune 1039, an 8B/L4 RAG replica
 // turning half code: an effective load of 1.06, the load ÷ the profile's
-// knee, while the true headroom was 0.56). Raised means more in flight at
-// a higher request rate, by the smaller of the two, past the model's own
-// error. A mix that lowered the knee leaves it alone (the load dimension
-// reads the lower knee), and so does one that raised the knee's
-// concurrency at a lower rate (longer outputs), where the model is least
-// sure of a blend.
+// knee, while the true headroom was 0.56). A rise counts past the model's
+// own error. Where the prompts are no longer than the profile's, the knee's
+// concurrency is the rise, also when its rate fell (longer outputs: the
+// in-flight knee rises with requests that live longer). Where the prompts
+// grew, the rise is the smaller of the concurrency's and the rate's, so a
+// heavier mix whose concurrency rose at a lower rate, where the model is
+// least sure of a blend, reads the profile's knee. A mix that lowered the
+// knee leaves it alone (the load dimension reads the lower knee).
 func TestTheSpeedDimensionReadsAgainstTheKneeAMixRaised(t *testing.T) {
 	withModel := poissonMix(t)
 	m := withModel.MixModel
@@ -454,23 +456,36 @@ func TestTheSpeedDimensionReadsAgainstTheKneeAMixRaised(t *testing.T) {
 	noModel := poissonMix(t)
 	noModel.MixModel = nil
 	approx := cmpopts.EquateApprox(1e-12, 0)
+	const (
+		byConcurrency = "concurrency"
+		notRaised     = "not raised"
+	)
 	for _, tc := range []struct {
 		name           string
 		prompt, output float64
-		raised         bool
+		// The case's premise on the model: whether the knee's
+		// concurrency rose past the model's error, and its rate at all.
+		concurrencyUp, rateUp bool
+		by                    string
 	}{
-		{"prompts halved raise the knee's concurrency and rate", p0 / 2, o0, true},
-		{"outputs doubled raise its concurrency at a lower rate", p0, 2 * o0, false},
-		{"prompts doubled lower it", 2 * p0, o0, false},
+		{"prompts halved raise the knee's concurrency and rate", p0 / 2, o0, true, true, byConcurrency},
+		{"outputs doubled raise its concurrency at a lower rate", p0, 2 * o0, true, false, byConcurrency},
+		{"prompts halved and outputs doubled raise its concurrency", p0 / 2, 2 * o0, true, true, byConcurrency},
+		{"longer prompts and outputs raise its concurrency at a lower rate", 1.5 * p0, 4 * o0, true, false, notRaised},
+		{"prompts doubled lower it", 2 * p0, o0, false, false, notRaised},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			shift := withModel.mixShiftAt(tc.prompt, tc.output, Unknown(), mixNoiseBand)
 			if !shift.moved {
 				t.Fatalf("the mix model did not move the knee")
 			}
-			if raised := min(shift.concurrency, shift.rate) > 1+mixModelError; raised != tc.raised {
-				t.Fatalf("the mix model moved the knee ×%g in flight, ×%g requests/s; this case needs it raised = %v",
-					shift.concurrency, shift.rate, tc.raised)
+			if (shift.concurrency > 1+mixModelError) != tc.concurrencyUp || (shift.rate > 1) != tc.rateUp {
+				t.Fatalf("the mix model moved the knee ×%g in flight, ×%g requests/s; not this case's premise",
+					shift.concurrency, shift.rate)
+			}
+			rise := 1.0
+			if tc.by == byConcurrency {
+				rise = shift.concurrency / (1 + mixModelError)
 			}
 			for _, speed := range []float64{1, 0.6} {
 				load := 0.9 * withModel.Knee.Concurrency * max(shift.concurrency, 1)
@@ -484,10 +499,7 @@ func TestTheSpeedDimensionReadsAgainstTheKneeAMixRaised(t *testing.T) {
 				})
 				got := Evaluate(obs, withModel, Options{}).Ratios[DimensionEffectiveLoad]
 				nominal := Evaluate(obs, noModel, Options{}).Ratios[DimensionEffectiveLoad]
-				want := nominal
-				if tc.raised {
-					want = nominal / (min(shift.concurrency, shift.rate) / (1 + mixModelError))
-				}
+				want := nominal / rise
 				if !cmp.Equal(got, want, approx) {
 					t.Errorf("at speed %g: effective load %g, want %g (%g against the profile's knee)", speed, got, want, nominal)
 				}
