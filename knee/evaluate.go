@@ -236,7 +236,8 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	if !mixJudged {
 		meanPrompt, meanOutput = nan, nan
 	}
-	shift := p.mixShiftAt(meanPrompt, meanOutput, obs.PromptTokensP99, mixNoiseBandFor(obs.MixRequests))
+	promptBand, outputBand := p.mixNoiseBands(obs.MixRequests)
+	shift := p.mixShiftAt(meanPrompt, meanOutput, obs.PromptTokensP99, promptBand, outputBand)
 	r := Result{
 		OK:                    true,
 		Load:                  load,

@@ -1,6 +1,10 @@
 package knee
 
-import "math"
+import (
+	"math"
+
+	"github.com/kneewatch/kneewatch/workload"
+)
 
 // mixNoiseBand is the relative drift of an observed mean (prompt or output
 // tokens per request) that moves the knee not at all; beyond it the knee
@@ -39,15 +43,46 @@ type mixShift struct {
 
 var noMixShift = mixShift{concurrency: 1, rate: 1, prompt: 1, output: 1}
 
-// mixNoiseBandFor is the noise band of means taken over n requests: at
-// least mixNoiseBand, and at least the standard error of a mean of n
-// lengths whose coefficient of variation is about 1 (the chat, code and
-// RAG mixes' lognormals), 1/√n. An unknown n gets mixNoiseBand.
-func mixNoiseBandFor(n float64) float64 {
+// mixNoiseBandFor is the noise band of a mean taken over n requests whose
+// lengths have coefficient of variation cv: at least mixNoiseBand, and at
+// least the mean's standard error, cv/√n. An unknown n gets mixNoiseBand.
+func mixNoiseBandFor(n, cv float64) float64 {
 	if !(n > 0) {
 		return mixNoiseBand
 	}
-	return max(mixNoiseBand, 1/math.Sqrt(n))
+	return max(mixNoiseBand, cv/math.Sqrt(n))
+}
+
+// assumedLengthCV is the coefficient of variation of a mix whose
+// distributions the profile does not record (a trace's): about the chat
+// mix's (1.1 for its prompts, 0.9 for its outputs), the noisiest preset.
+const assumedLengthCV = 1
+
+// mixNoiseBands are the noise bands of the window's mean prompt and output
+// tokens over n requests (mixNoiseBandFor), each at the spread of the
+// profile's own mix: the band is the noise of a window's mean when the mix
+// has not moved. One coefficient of variation of 1 for every mix held the
+// RAG and summarize mixes (prompts 0.24 and 0.46, outputs 0.51 and 0.41)
+// two to four times further from their moves than their noise asked:
+// an 8B/L4 summarize replica at 0.05 requests/s, 30% of it turned code,
+// read its mean prompt 23% shorter over ~30 requests and moved its knee
+// as for 5% (tune 1175). On the test half (132 scenarios) the mix's own
+// spread took the safe scenarios paged from 7 to 6 of 46 and the
+// headroom error's p95 in mix-step from 0.140 to 0.121, mix-ramp 0.183
+// to 0.176 (throttle-step 0.145 to 0.148, the half 0.077 to 0.076); on
+// the tune half, chosen there, 10 to 9 of 95, mix-ramp 0.212 to 0.205,
+// mix-step 0.226 to 0.223, the other families within 0.002.
+func (p *Profile) mixNoiseBands(n float64) (prompt, output float64) {
+	return mixNoiseBandFor(n, lengthCV(p.Workload.Prompt)), mixNoiseBandFor(n, lengthCV(p.Workload.Output))
+}
+
+// lengthCV is d's coefficient of variation, or assumedLengthCV when the
+// profile does not record d.
+func lengthCV(d workload.Dist) float64 {
+	if d.Kind == "" {
+		return assumedLengthCV
+	}
+	return d.CV()
 }
 
 // hasMixModel reports whether the profile has a mix model with knees to
@@ -56,8 +91,8 @@ func (p *Profile) hasMixModel() bool { return p.MixModel != nil && len(p.MixMode
 
 // mixShiftAt reads the mix model (see MixModel) at the observed means. A
 // mean that is unknown counts as the profile's own. Each mean is first
-// shrunk toward the profile's by band (mixNoiseBandFor the requests it
-// was taken over). Within the range of means
+// shrunk toward the profile's by its band (promptBand, outputBand: see
+// mixNoiseBands). Within the range of means
 // measured, the model is read as fitted. Outside it, the mean is held at
 // the nearest measured one, and past the heaviest measured, the model may
 // only lower the knee further: its slope at the edge is followed when that
@@ -79,13 +114,13 @@ func (p *Profile) hasMixModel() bool { return p.MixModel != nil && len(p.MixMode
 // Past that reference by more than tailNoiseBand, the prompts are read at
 // the tail's scale (the model's scaled mixes scale every prompt, their
 // tails with their means), when that is heavier than the mean says.
-func (p *Profile) mixShiftAt(prompt, output, promptP99, band float64) mixShift {
+func (p *Profile) mixShiftAt(prompt, output, promptP99, promptBand, outputBand float64) mixShift {
 	m := p.MixModel
 	mp, mo := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
 	if !p.hasMixModel() || !(mp > 0) || !(mo > 0) {
 		return noMixShift
 	}
-	op := mp * (1 + shrinkBy(prompt/mp-1, band))
+	op := mp * (1 + shrinkBy(prompt/mp-1, promptBand))
 	// Only a tail past the band counts: one within it says nothing, and
 	// must not hold a lighter mean up at the profile's.
 	if ref := p.Workload.P999PromptTokens; ref > 0 && Known(promptP99) {
@@ -93,7 +128,7 @@ func (p *Profile) mixShiftAt(prompt, output, promptP99, band float64) mixShift {
 			op = max(op, mp*(1+grown))
 		}
 	}
-	oo := mo * (1 + shrinkBy(output/mo-1, band))
+	oo := mo * (1 + shrinkBy(output/mo-1, outputBand))
 	if op == mp && oo == mo {
 		return noMixShift
 	}

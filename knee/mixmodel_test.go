@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/kneewatch/kneewatch/workload"
 )
 
 func loadMix(t testing.TB) *Profile {
@@ -192,16 +194,16 @@ func TestMixModelNeverExtrapolatesToAHigherKnee(t *testing.T) {
 	_, pHi, _, oHi := m.ranges()
 	p0, o0 := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
 	band := 1 + mixNoiseBand
-	edge := p.mixShiftAt(pHi*band, oHi*band, Unknown(), mixNoiseBand) // shrunk back exactly onto the heaviest mix
+	edge := p.mixShiftAt(pHi*band, oHi*band, Unknown(), mixNoiseBand, mixNoiseBand) // shrunk back exactly onto the heaviest mix
 	for _, f := range []float64{1.5, 3, 10} {
-		s := p.mixShiftAt(pHi*band*f, oHi*band*f, Unknown(), mixNoiseBand)
+		s := p.mixShiftAt(pHi*band*f, oHi*band*f, Unknown(), mixNoiseBand, mixNoiseBand)
 		if s.concurrency > edge.concurrency*(1+1e-12) || s.rate > edge.rate*(1+1e-12) {
 			t.Errorf("%g× past the heaviest measured mix: knee ×%g at ×%g rate, above the edge's ×%g at ×%g",
 				f, s.concurrency, s.rate, edge.concurrency, edge.rate)
 		}
 	}
 	// Lighter than any measured: the lightest measured mix's knee.
-	if light := p.mixShiftAt(p0/10, o0/10, Unknown(), mixNoiseBand); light.concurrency != 1 || light.rate != 1 {
+	if light := p.mixShiftAt(p0/10, o0/10, Unknown(), mixNoiseBand, mixNoiseBand); light.concurrency != 1 || light.rate != 1 {
 		t.Errorf("a mix 10× lighter than any measured moved the knee: ×%g at ×%g rate, want the lightest measured (×1)",
 			light.concurrency, light.rate)
 	}
@@ -298,30 +300,55 @@ func TestMeansOverTooFewRequestsMoveNoKneeAndCountNoPrompts(t *testing.T) {
 }
 
 // A mean over few requests is shrunk by its standard error, not only by
-// mixNoiseBand: outputs 20% longer than the profile's, over 25 requests
-// (a standard error of ~20% at a coefficient of variation of 1), move the
-// knee not at all; over 400 requests they move it as outputs 10% longer
-// do (shrunk by the band).
+// mixNoiseBand, at the spread of the profile's own mix: outputs longer by
+// one standard error of a 25-request mean move the knee not at all; over
+// 400 requests outputs 20% longer move it as outputs 10% longer do
+// (shrunk by the band). A mix whose lengths spread half as much is judged
+// by half the band, so the same drift over 25 requests moves its knee; a
+// profile that records no distributions (a trace's) is judged as if its
+// lengths had a coefficient of variation of 1.
 func TestAMeanOverFewRequestsIsShrunkByItsStandardError(t *testing.T) {
 	p := poissonMix(t)
 	o0 := p.Workload.MeanOutputTokens
-	obs := func(requests float64) Observation {
+	cv := p.Workload.Output.CV()
+	if !(cv/5 > mixNoiseBand) { // the standard error of 25 requests must be past the floor
+		t.Fatalf("the profile's outputs have a coefficient of variation of %g: too little for this test", cv)
+	}
+	obs := func(requests, drift float64) Observation {
 		return observe(p.Knee.Concurrency/2, func(o *Observation) {
-			o.MeanPromptTokens, o.MeanOutputTokens = p.Workload.MeanPromptTokens, 1.2*o0
+			o.MeanPromptTokens, o.MeanOutputTokens = p.Workload.MeanPromptTokens, (1+drift)*o0
 			o.MixRequests = requests
 		})
 	}
-	want := p.mixShiftAt(Unknown(), 1.1*o0, Unknown(), 0)
+	want := p.mixShiftAt(Unknown(), 1.1*o0, Unknown(), 0, 0)
 	if !want.moved || want.concurrency == 1 {
 		t.Fatal("outputs 10% longer do not move this profile's knee: the test means nothing")
 	}
-	if few := Evaluate(obs(25), p, Options{}); few.Knee.Concurrency != p.Knee.Concurrency {
-		t.Errorf("outputs +20%% over 25 requests moved the knee to %g, want the profile's %g", few.Knee.Concurrency, p.Knee.Concurrency)
+	oneSE := cv / 5 // over 25 requests
+	if few := Evaluate(obs(25, oneSE), p, Options{}); few.Knee.Concurrency != p.Knee.Concurrency {
+		t.Errorf("outputs +%.0f%% (one standard error) over 25 requests moved the knee to %g, want the profile's %g",
+			100*oneSE, few.Knee.Concurrency, p.Knee.Concurrency)
 	}
-	if many := Evaluate(obs(400), p, Options{}); math.Abs(many.Knee.Concurrency-p.Knee.Concurrency*want.concurrency) > 1e-9 {
+	if many := Evaluate(obs(400, 0.2), p, Options{}); math.Abs(many.Knee.Concurrency-p.Knee.Concurrency*want.concurrency) > 1e-9 {
 		t.Errorf("outputs +20%% over 400 requests put the knee at %g, want %g (outputs +10%%)", many.Knee.Concurrency, p.Knee.Concurrency*want.concurrency)
 	}
-	if got := mixNoiseBandFor(Unknown()); got != mixNoiseBand {
+
+	steady := poissonMix(t)
+	steady.Workload.Output.Sigma /= 2
+	if got := steady.Workload.Output.CV(); !(got < 0.6*cv) {
+		t.Fatalf("halving sigma left a coefficient of variation of %g (was %g)", got, cv)
+	}
+	if few := Evaluate(obs(25, oneSE), steady, Options{}); !(few.Knee.Concurrency > steady.Knee.Concurrency) {
+		t.Errorf("a steadier mix: outputs +%.0f%% over 25 requests left the knee at %g, want it raised past %g",
+			100*oneSE, few.Knee.Concurrency, steady.Knee.Concurrency)
+	}
+
+	trace := poissonMix(t)
+	trace.Workload.Mix = workload.Mix{Name: "trace"}
+	if few := Evaluate(obs(25, 0.2), trace, Options{}); few.Knee.Concurrency != trace.Knee.Concurrency {
+		t.Errorf("no distributions: outputs +20%% over 25 requests moved the knee to %g, want the profile's %g", few.Knee.Concurrency, trace.Knee.Concurrency)
+	}
+	if got := mixNoiseBandFor(Unknown(), 1); got != mixNoiseBand {
 		t.Errorf("an unknown request count gets band %g, want %g", got, mixNoiseBand)
 	}
 }
@@ -339,7 +366,7 @@ func TestAPromptTailMovesTheKneeWhereTheMeanDoesNot(t *testing.T) {
 
 	// Tail ×3: read at prompts ×(3 − tailNoiseBand) = ×2.5, as a mean of
 	// ×2.6 is read (shrunk by mixNoiseBand).
-	got, want := p.mixShiftAt(mp, mo, 3*ref, mixNoiseBand), p.mixShiftAt(2.6*mp, mo, nan, mixNoiseBand)
+	got, want := p.mixShiftAt(mp, mo, 3*ref, mixNoiseBand, mixNoiseBand), p.mixShiftAt(2.6*mp, mo, nan, mixNoiseBand, mixNoiseBand)
 	if !want.moved || !(want.concurrency < 1) {
 		t.Fatalf("prompts ×2.5 do not lower this profile's knee (×%g): the test means nothing", want.concurrency)
 	}
@@ -347,15 +374,15 @@ func TestAPromptTailMovesTheKneeWhereTheMeanDoesNot(t *testing.T) {
 		t.Errorf("tail ×3 moves the knee ×%g at ×%g rate, want ×%g at ×%g (prompts ×2.5)", got.concurrency, got.rate, want.concurrency, want.rate)
 	}
 	// The longer of the two readings counts.
-	if both := p.mixShiftAt(2.6*mp, mo, 1.2*ref, mixNoiseBand); both != want {
+	if both := p.mixShiftAt(2.6*mp, mo, 1.2*ref, mixNoiseBand, mixNoiseBand); both != want {
 		t.Errorf("a mean ×2.6 with a tail ×1.2 moved the knee ×%g, want the mean's ×%g", both.concurrency, want.concurrency)
 	}
 	// A tail within the band leaves a lighter mean's reading alone.
-	lighter := p.mixShiftAt(0.5*mp, mo, nan, mixNoiseBand)
+	lighter := p.mixShiftAt(0.5*mp, mo, nan, mixNoiseBand, mixNoiseBand)
 	if !lighter.moved {
 		t.Fatal("prompts ×0.5 do not move this profile's knee: the check below means nothing")
 	}
-	if got := p.mixShiftAt(0.5*mp, mo, ref, mixNoiseBand); got != lighter {
+	if got := p.mixShiftAt(0.5*mp, mo, ref, mixNoiseBand, mixNoiseBand); got != lighter {
 		t.Errorf("a lighter mean with a tail at the reference moved the knee ×%g, want the mean's ×%g", got.concurrency, lighter.concurrency)
 	}
 	for _, c := range []struct {
@@ -369,7 +396,7 @@ func TestAPromptTailMovesTheKneeWhereTheMeanDoesNot(t *testing.T) {
 		{"a profile without the reference", 3 * ref, 0},
 	} {
 		p.Workload.P999PromptTokens = c.ref
-		if s := p.mixShiftAt(mp, mo, c.tail, mixNoiseBand); s.moved {
+		if s := p.mixShiftAt(mp, mo, c.tail, mixNoiseBand, mixNoiseBand); s.moved {
 			t.Errorf("%s moved the knee ×%g", c.name, s.concurrency)
 		}
 	}
@@ -475,7 +502,7 @@ func TestTheSpeedDimensionReadsAgainstTheKneeAMixRaised(t *testing.T) {
 		{"prompts doubled lower it", 2 * p0, o0, false, false, notRaised},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			shift := withModel.mixShiftAt(tc.prompt, tc.output, Unknown(), mixNoiseBand)
+			shift := withModel.mixShiftAt(tc.prompt, tc.output, Unknown(), mixNoiseBand, mixNoiseBand)
 			if !shift.moved {
 				t.Fatalf("the mix model did not move the knee")
 			}

@@ -86,6 +86,37 @@ func TestMeanAgreesWithSampling(t *testing.T) {
 	}
 }
 
+// CV says how noisy a window's mean of a mix is (knee's mix noise band):
+// it must agree with the spread of the lengths Sample draws.
+func TestCVAgreesWithSampling(t *testing.T) {
+	dists := map[string]Dist{
+		"fixed":               {Kind: KindFixed, Value: 42},
+		"uniform":             {Kind: KindUniform, Min: 10, Max: 31},
+		"unbounded lognormal": {Kind: KindLognormal, Median: 200, Sigma: 0.8},
+		"clamped lognormal":   {Kind: KindLognormal, Median: 200, Sigma: 1.2, Min: 100, Max: 400},
+		"degenerate sigma":    {Kind: KindLognormal, Median: 200, Max: 150},
+	}
+	for _, name := range PresetNames() {
+		m, _ := Preset(name)
+		dists[name+" prompt"] = m.Prompt
+		dists[name+" output"] = m.Output
+	}
+	for name, d := range dists {
+		t.Run(name, func(t *testing.T) {
+			const n = 200000
+			var sum, sq float64
+			for _, v := range sampled(d, n) {
+				sum, sq = sum+float64(v), sq+float64(v)*float64(v)
+			}
+			mean := sum / n
+			got, want := math.Sqrt(max(sq/n-mean*mean, 0))/mean, d.CV()
+			if math.Abs(got-want) > 0.02*want+0.005 {
+				t.Errorf("sampled CV %.4f, analytic CV() %.4f: differ by more than 2%%", got, want)
+			}
+		})
+	}
+}
+
 func TestQuantileAgreesWithSampling(t *testing.T) {
 	dists := map[string]Dist{
 		"fixed":               {Kind: KindFixed, Value: 42},
