@@ -73,16 +73,22 @@ const assumedLengthCV = 1
 // the tune half, chosen there, 10 to 9 of 95, mix-ramp 0.212 to 0.205,
 // mix-step 0.226 to 0.223, the other families within 0.002.
 func (p *Profile) mixNoiseBands(n float64) (prompt, output float64) {
-	return mixNoiseBandFor(n, lengthCV(p.Workload.Prompt)), mixNoiseBandFor(n, lengthCV(p.Workload.Output))
+	w := &p.Workload
+	return mixNoiseBandFor(n, lengthCV(w.PromptTokensCV, w.Prompt)), mixNoiseBandFor(n, lengthCV(w.OutputTokensCV, w.Output))
 }
 
-// lengthCV is d's coefficient of variation, or assumedLengthCV when the
-// profile does not record d.
-func lengthCV(d workload.Dist) float64 {
-	if d.Kind == "" {
-		return assumedLengthCV
+// lengthCV is the coefficient of variation the profile recorded (measured
+// on the requests its knee was found with), else its distribution d's,
+// else assumedLengthCV (a profile that predates both, or a trace's from
+// before the CVs were recorded).
+func lengthCV(recorded float64, d workload.Dist) float64 {
+	switch {
+	case recorded > 0:
+		return recorded
+	case d.Kind != "":
+		return d.CV()
 	}
-	return d.CV()
+	return assumedLengthCV
 }
 
 // hasMixModel reports whether the profile has a mix model with knees to

@@ -39,6 +39,7 @@ func TestLoadRejectsEachInvalidFixtureWithItsExactError(t *testing.T) {
 		{"invalid-workload-dist.yaml", `line 26: workload.output.median: must be a finite number of tokens ≥ 1, got 0`},
 		{"invalid-workload-mean.yaml", `line 31: workload.meanPromptTokens: must be a finite number ≥ 0, got -246`},
 		{"invalid-workload-tail.yaml", `line 32: workload.p999PromptTokens: must be a finite number ≥ 0, got -900`},
+		{"invalid-workload-cv.yaml", `line 33: workload.outputTokensCV: must be a finite number ≥ 0, got -0.5`},
 		{"invalid-sweep-levels.yaml", `line 38: sweep.levels[0]: must be > 0, got 0`},
 		{"invalid-no-points.yaml", `line 39: points: at least one sweep point is required`},
 		{"invalid-point-concurrency.yaml", `line 40: points[0].concurrency: must be > 0, got 0`},

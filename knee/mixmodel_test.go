@@ -348,6 +348,15 @@ func TestAMeanOverFewRequestsIsShrunkByItsStandardError(t *testing.T) {
 	if few := Evaluate(obs(25, 0.2), trace, Options{}); few.Knee.Concurrency != trace.Knee.Concurrency {
 		t.Errorf("no distributions: outputs +20%% over 25 requests moved the knee to %g, want the profile's %g", few.Knee.Concurrency, trace.Knee.Concurrency)
 	}
+	// A recorded spread (a sweep measures it on the requests served)
+	// counts before the distributions, and without them.
+	recorded := poissonMix(t)
+	recorded.Workload.Mix = workload.Mix{Name: "trace"}
+	recorded.Workload.OutputTokensCV = steady.Workload.Output.CV()
+	if few := Evaluate(obs(25, oneSE), recorded, Options{}); !(few.Knee.Concurrency > recorded.Knee.Concurrency) {
+		t.Errorf("a recorded steadier spread: outputs +%.0f%% over 25 requests left the knee at %g, want it raised past %g",
+			100*oneSE, few.Knee.Concurrency, recorded.Knee.Concurrency)
+	}
 	if got := mixNoiseBandFor(Unknown(), 1); got != mixNoiseBand {
 		t.Errorf("an unknown request count gets band %g, want %g", got, mixNoiseBand)
 	}

@@ -67,6 +67,13 @@ type WorkloadInfo struct {
 	// reference a live prompt tail is read against (see
 	// Profile.mixShiftAt); 0 when the profile predates it.
 	P999PromptTokens float64 `yaml:"p999PromptTokens,omitempty" json:"p999PromptTokens,omitempty"`
+	// PromptTokensCV and OutputTokensCV are the coefficients of variation
+	// (standard deviation ÷ mean) of the prompt and output tokens per
+	// request the knee was measured with: how noisy a live window's mean
+	// is when the mix has not moved (see Profile.mixNoiseBands). 0 when
+	// the profile predates them; the distributions are read then, if any.
+	PromptTokensCV float64 `yaml:"promptTokensCV,omitempty" json:"promptTokensCV,omitempty"`
+	OutputTokensCV float64 `yaml:"outputTokensCV,omitempty" json:"outputTokensCV,omitempty"`
 }
 
 // SweepInfo records how the curve was measured.

@@ -24,4 +24,6 @@ func (v *validator) workload(w *WorkloadInfo) {
 	v.nonNegative("workload.meanPromptTokens", w.MeanPromptTokens)
 	v.nonNegative("workload.p999PromptTokens", w.P999PromptTokens)
 	v.nonNegative("workload.meanOutputTokens", w.MeanOutputTokens)
+	v.nonNegative("workload.promptTokensCV", w.PromptTokensCV)
+	v.nonNegative("workload.outputTokensCV", w.OutputTokensCV)
 }

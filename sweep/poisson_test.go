@@ -202,3 +202,47 @@ func TestAConfirmedLevelIsOnePointInTheProfile(t *testing.T) {
 		t.Errorf("knee %g, want 2", p.Knee.Concurrency)
 	}
 }
+
+// The profile records the lengths as served, the failed requests left out:
+// their means and their coefficients of variation (how noisy a live
+// window's mean is when the mix has not moved; see knee.WorkloadInfo).
+func TestTheProfileRecordsTheServedLengthsSpread(t *testing.T) {
+	cfg := testConfig()
+	cfg.Workload, cfg.Client = resolveChat(), &Client{Model: "m", BaseURL: "http://127.0.0.1:1/v1"}
+	cfg.SLO = knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(time.Second), Quantile: 0.99}
+	results := []Result{
+		{PromptTokens: 100, OutputTokens: 10}, {PromptTokens: 300, OutputTokens: 30},
+		{PromptTokens: 100, OutputTokens: 10}, {PromptTokens: 300, OutputTokens: 30},
+		{PromptTokens: 9000, OutputTokens: 900, Err: errors.New("reset")}, // not served
+	}
+	out := &Outcome{Levels: []Level{{Point: knee.Point{Concurrency: 1, Requests: 4, RequestsPerSecond: 1,
+		OutputTokensPerSecond: 20, GoodputTokensPerSecond: 20, MeetsSLO: true}, Results: results}}}
+	p, err := cfg.profile(out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Lengths 100 and 300 in equal parts: mean 200, standard deviation 100.
+	w := p.Workload
+	if w.MeanPromptTokens != 200 || w.MeanOutputTokens != 20 || w.PromptTokensCV != 0.5 || w.OutputTokensCV != 0.5 {
+		t.Errorf("means %g / %g, CVs %g / %g: want 200 / 20 and 0.5 / 0.5",
+			w.MeanPromptTokens, w.MeanOutputTokens, w.PromptTokensCV, w.OutputTokensCV)
+	}
+}
+
+// A trial's rate is rounded down to 4 significant digits: never above the
+// fraction of the closed-loop rate asked for, so a trial at 1× cannot make
+// the Poisson knee faster than the closed-loop knee it was searched under.
+func TestTrialRatesRoundDown(t *testing.T) {
+	for _, tc := range []struct{ x, want float64 }{
+		{61.866, 61.86},
+		{61.864, 61.86},
+		{62.69, 62.69},
+		{9.9996, 9.999},
+		{0.012345, 0.01234},
+		{1234.56, 1234},
+	} {
+		if got := roundSignificantDown(tc.x, 4); got != tc.want {
+			t.Errorf("roundSignificantDown(%g, 4) = %g, want %g", tc.x, got, tc.want)
+		}
+	}
+}

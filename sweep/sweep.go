@@ -365,7 +365,7 @@ func (cfg *Config) profile(out *Outcome, lowerBound bool) (*knee.Profile, error)
 	// The means live traffic is compared with are the token counts the
 	// server reported (its own tokenizer), not the ones asked for.
 	var n, prompt, output float64
-	var prompts []int
+	var prompts, outputs []int
 	for _, lv := range out.Levels {
 		p.Sweep.Levels = append(p.Sweep.Levels, int(lv.Point.Concurrency))
 		// A screened level measured again in full (the knee rested on it)
@@ -376,12 +376,17 @@ func (cfg *Config) profile(out *Outcome, lowerBound bool) (*knee.Profile, error)
 			if r.Err == nil {
 				n, prompt, output = n+1, prompt+float64(r.PromptTokens), output+float64(r.OutputTokens)
 				prompts = append(prompts, r.PromptTokens)
+				outputs = append(outputs, r.OutputTokens)
 			}
 		}
 	}
 	if n > 0 {
 		p.Workload.MeanPromptTokens = math.Round(prompt/n*1000) / 1000
 		p.Workload.MeanOutputTokens = math.Round(output/n*1000) / 1000
+		// The lengths' spread as served, for the same reason; it
+		// replaces the generator's (see knee.WorkloadInfo).
+		p.Workload.PromptTokensCV = math.Round(workload.LengthCV(prompts)*1000) / 1000
+		p.Workload.OutputTokensCV = math.Round(workload.LengthCV(outputs)*1000) / 1000
 		p.Workload.P999PromptTokens = promptTail(prompts)
 	}
 	slices.SortFunc(p.Points, func(a, b knee.Point) int { return cmp.Compare(a.Concurrency, b.Concurrency) })

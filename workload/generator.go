@@ -30,6 +30,9 @@ type Info struct {
 	MeanOutputTokens float64
 	// P999PromptTokens is the 99.9th percentile of the prompt lengths.
 	P999PromptTokens float64
+	// PromptTokensCV and OutputTokensCV are the lengths' coefficients of
+	// variation: how noisy a mean over a few requests is.
+	PromptTokensCV, OutputTokensCV float64
 	// TraceRecords is the number of records of a replayed trace, 0 for a mix.
 	TraceRecords int
 }
@@ -57,7 +60,7 @@ func NewMixGenerator(m Mix, source string, seed uint64) (*Generator, error) {
 	}
 	return &Generator{
 		info: Info{Source: source, Mix: m, MeanPromptTokens: m.MeanPromptTokens(), MeanOutputTokens: m.MeanOutputTokens(),
-			P999PromptTokens: m.Prompt.Quantile(0.999)},
+			P999PromptTokens: m.Prompt.Quantile(0.999), PromptTokensCV: m.Prompt.CV(), OutputTokensCV: m.Output.CV()},
 		mix:  &m,
 		seed: seed,
 		rng:  rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
@@ -79,6 +82,8 @@ func NewTraceGenerator(t Trace) (*Generator, error) {
 			MeanPromptTokens: t.MeanPromptTokens(),
 			MeanOutputTokens: t.MeanOutputTokens(),
 			P999PromptTokens: t.PromptTokensQuantile(0.999),
+			PromptTokensCV:   t.PromptTokensCV(),
+			OutputTokensCV:   t.OutputTokensCV(),
 			TraceRecords:     len(t.Records),
 		},
 		trace: &t,

@@ -70,6 +70,47 @@ func LengthQuantile(lengths []int, q float64) float64 {
 	return float64(lengths[max(i, 0)])
 }
 
+// PromptTokensCV and OutputTokensCV are the coefficients of variation of
+// the trace's prompt and output lengths (see LengthCV), outputs counted as
+// MeanOutputTokens counts them.
+func (t Trace) PromptTokensCV() float64 {
+	return LengthCV(t.lengths(func(r Record) int { return r.PromptTokens }))
+}
+
+func (t Trace) OutputTokensCV() float64 {
+	return LengthCV(t.lengths(func(r Record) int { return max(r.OutputTokens, 1) }))
+}
+
+func (t Trace) lengths(f func(Record) int) []int {
+	out := make([]int, len(t.Records))
+	for i, r := range t.Records {
+		out[i] = f(r)
+	}
+	return out
+}
+
+// LengthCV is the coefficient of variation (population standard deviation
+// ÷ mean) of token lengths; 0 for none or a mean of 0.
+func LengthCV(lengths []int) float64 {
+	if len(lengths) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, l := range lengths {
+		sum += float64(l)
+	}
+	mean := sum / float64(len(lengths))
+	if !(mean > 0) {
+		return 0
+	}
+	var sq float64
+	for _, l := range lengths {
+		d := float64(l) - mean
+		sq += d * d
+	}
+	return math.Sqrt(sq/float64(len(lengths))) / mean
+}
+
 func (t Trace) mean(f func(Record) int) float64 {
 	if len(t.Records) == 0 {
 		return 0

@@ -103,3 +103,28 @@ func TestJSONLRejectsOverlongLines(t *testing.T) {
 		t.Errorf("got %v, want a line-too-long error at big.jsonl:1", err)
 	}
 }
+
+// A trace's lengths' spread, for the profile's noise band: prompts 100 and
+// 300 in equal parts have a mean of 200 and a standard deviation of 100;
+// outputs of 0 count as the 1 token they are replayed as.
+func TestATraceKnowsItsLengthsSpread(t *testing.T) {
+	tr := Trace{Source: "t.jsonl", Records: []Record{
+		{PromptTokens: 100, OutputTokens: 0}, {PromptTokens: 300, OutputTokens: 3},
+	}}
+	if got := tr.PromptTokensCV(); got != 0.5 {
+		t.Errorf("prompt CV %g, want 0.5", got)
+	}
+	if got := tr.OutputTokensCV(); got != 0.5 {
+		t.Errorf("output CV %g, want 0.5 (outputs 1 and 3)", got)
+	}
+	g, err := NewTraceGenerator(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := g.Info(); info.PromptTokensCV != 0.5 || info.OutputTokensCV != 0.5 {
+		t.Errorf("generator info CVs %g / %g, want 0.5 / 0.5", info.PromptTokensCV, info.OutputTokensCV)
+	}
+	if got := LengthCV(nil); got != 0 {
+		t.Errorf("no lengths: CV %g, want 0", got)
+	}
+}

@@ -158,6 +158,8 @@ func FindKnee(ctx context.Context, cfg KneeConfig) (knee.Profile, error) {
 			MeanPromptTokens: info.MeanPromptTokens,
 			MeanOutputTokens: info.MeanOutputTokens,
 			P999PromptTokens: math.Round(info.P999PromptTokens),
+			PromptTokensCV:   math.Round(info.PromptTokensCV*1000) / 1000,
+			OutputTokensCV:   math.Round(info.OutputTokensCV*1000) / 1000,
 		},
 		Sweep: knee.SweepInfo{
 			Tool:       "kneewatch sim knee",
