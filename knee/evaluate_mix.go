@@ -53,9 +53,10 @@ func mixNoiseBandFor(n, cv float64) float64 {
 	return max(mixNoiseBand, cv/math.Sqrt(n))
 }
 
-// assumedLengthCV is the coefficient of variation of a mix whose
-// distributions the profile does not record (a trace's): about the chat
-// mix's (1.1 for its prompts, 0.9 for its outputs), the noisiest preset.
+// assumedLengthCV is the coefficient of variation of a mix whose profile
+// records neither its lengths' spread nor their distributions (one from
+// before the spread was recorded, of a trace): about the chat mix's (1.1
+// for its prompts, 0.9 for its outputs), the noisiest preset.
 const assumedLengthCV = 1
 
 // mixNoiseBands are the noise bands of the window's mean prompt and output
