@@ -144,29 +144,25 @@ func (d Dist) CV() float64 {
 	if !(mean > 0) {
 		return 0
 	}
-	var second float64 // E[X²]
 	switch d.Kind {
-	case KindFixed:
-		return 0
 	case KindUniform:
-		// The discrete uniform on Min..Max: variance ((n² − 1) / 12).
+		// The discrete uniform on Min..Max: variance (n² − 1) / 12.
 		n := float64(d.Max - d.Min + 1)
 		return math.Sqrt((n*n-1)/12) / mean
 	case KindLognormal:
-		lo, hi := d.bounds()
 		if d.Sigma == 0 {
 			return 0
 		}
+		lo, hi := d.bounds()
 		mu, s := math.Log(d.Median), d.Sigma
 		a := (math.Log(lo) - mu) / s
 		b := (math.Log(hi) - mu) / s
 		// E[X²; a<Z<b] = exp(2μ+2σ²)·(Φ(b−2σ) − Φ(a−2σ)).
 		body := math.Exp(2*mu+2*s*s) * (phi(b-2*s) - phi(a-2*s))
-		second = lo*lo*phi(a) + body + hi*hi*(1-phi(b))
-	default:
-		return 0
+		second := lo*lo*phi(a) + body + hi*hi*(1-phi(b)) // E[clamp(X, lo, hi)²]
+		return math.Sqrt(max(second-mean*mean, 0)) / mean
 	}
-	return math.Sqrt(max(second-mean*mean, 0)) / mean
+	return 0 // fixed
 }
 
 // Quantile is the token count below which a share q (0 < q < 1) of d's

@@ -58,7 +58,10 @@ func sampled(d Dist, n int) []int {
 	return draws
 }
 
-func TestMeanAgreesWithSampling(t *testing.T) {
+// momentCases are the distributions the analytic moments (Mean, CV) are
+// checked against sampling on: every kind, clamped and not, and every
+// preset's prompts and outputs.
+func momentCases() map[string]Dist {
 	dists := map[string]Dist{
 		"fixed":               {Kind: KindFixed, Value: 42},
 		"uniform":             {Kind: KindUniform, Min: 10, Max: 31},
@@ -71,7 +74,11 @@ func TestMeanAgreesWithSampling(t *testing.T) {
 		dists[name+" prompt"] = m.Prompt
 		dists[name+" output"] = m.Output
 	}
-	for name, d := range dists {
+	return dists
+}
+
+func TestMeanAgreesWithSampling(t *testing.T) {
+	for name, d := range momentCases() {
 		t.Run(name, func(t *testing.T) {
 			const n = 100000
 			sum := 0.0
@@ -89,19 +96,7 @@ func TestMeanAgreesWithSampling(t *testing.T) {
 // CV says how noisy a window's mean of a mix is (knee's mix noise band):
 // it must agree with the spread of the lengths Sample draws.
 func TestCVAgreesWithSampling(t *testing.T) {
-	dists := map[string]Dist{
-		"fixed":               {Kind: KindFixed, Value: 42},
-		"uniform":             {Kind: KindUniform, Min: 10, Max: 31},
-		"unbounded lognormal": {Kind: KindLognormal, Median: 200, Sigma: 0.8},
-		"clamped lognormal":   {Kind: KindLognormal, Median: 200, Sigma: 1.2, Min: 100, Max: 400},
-		"degenerate sigma":    {Kind: KindLognormal, Median: 200, Max: 150},
-	}
-	for _, name := range PresetNames() {
-		m, _ := Preset(name)
-		dists[name+" prompt"] = m.Prompt
-		dists[name+" output"] = m.Output
-	}
-	for name, d := range dists {
+	for name, d := range momentCases() {
 		t.Run(name, func(t *testing.T) {
 			const n = 200000
 			var sum, sq float64

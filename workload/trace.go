@@ -51,11 +51,7 @@ func (t Trace) MeanOutputTokens() float64 {
 // PromptTokensQuantile is the q-quantile (0 < q < 1) of the trace's prompt
 // lengths (see LengthQuantile).
 func (t Trace) PromptTokensQuantile(q float64) float64 {
-	lengths := make([]int, len(t.Records))
-	for i, r := range t.Records {
-		lengths[i] = r.PromptTokens
-	}
-	return LengthQuantile(lengths, q)
+	return LengthQuantile(t.lengths(func(r Record) int { return r.PromptTokens }), q)
 }
 
 // LengthQuantile is the q-quantile (0 < q < 1) of token lengths: the
