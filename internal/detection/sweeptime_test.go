@@ -54,38 +54,7 @@ type emulatedPoisson struct {
 // (windows reaching back as far as 100 requests need, knee.WalkSLO),
 // stopped at its first breached tick.
 func emulatePoisson(ctx context.Context, p sim.Preset, gen *workload.Generator, slo knee.SLO, closedRate float64) (emulatedPoisson, error) {
-	ol := sweep.OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: sweep.DefaultOpenLoopWarmup, Steady: sweep.DefaultOpenLoopSteady,
-		Tick: sweep.DefaultOpenLoopTick, SLOWindow: knee.DefaultSLOWindow, Low: sweep.DefaultOpenLoopLow, Steps: sweep.DefaultOpenLoopSteps},
-		Requests: sweep.DefaultOpenLoopRequests}
-	search, err := knee.NewRateSearch(ol.Low, ol.Steps)
-	if err != nil {
-		return emulatedPoisson{}, err
-	}
-	var e emulatedPoisson
-	for {
-		f, ok := search.Next()
-		if !ok {
-			return e, nil
-		}
-		rate := f * closedRate
-		steady := ol.SteadyFor(rate)
-		lv, err := sim.RunOpenLoop(ctx, sim.OpenLoopLevelConfig{Engine: sim.Config{Preset: p}, Workload: gen, Rate: rate, SLO: slo, Seed: 1,
-			OpenLoop: sim.OpenLoopConfig{Warmup: ol.Warmup, Steady: steady, Tick: ol.Tick, SLOWindow: ol.SLOWindow, Low: ol.Low, Steps: ol.Steps}})
-		if err != nil {
-			return e, fmt.Errorf("poisson trial at %g requests/s: %w", rate, err)
-		}
-		w := knee.WalkSLO(lv.TTFT, lv.TPOT, slo, ol.SLOWindow, -1, lv.SteadyFrom, lv.End, ol.Tick)
-		kept := !w.Breached && w.Judged > 0
-		e.trials++
-		e.elapsed += ol.Warmup + steady
-		if w.Breached {
-			e.elapsed -= lv.End.Sub(w.At)
-		}
-		search.Record(kept)
-		if kept {
-			e.rate = rate
-		}
-	}
+	return emulatePoissonVariant(ctx, p, gen, slo, closedRate, poissonVariant{warmup: sweep.DefaultOpenLoopWarmup, requests: sweep.DefaultOpenLoopRequests})
 }
 
 // emulateSweep runs the sweep's search (measure.Search with the sweep's
