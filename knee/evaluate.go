@@ -200,7 +200,8 @@ type Result struct {
 //     in proportion (e × the knee: throughput at a load scales with speed),
 //     and on the profile's latency curve (where latencies stretched by 1/e
 //     reach the SLO, which is lower when the per-step cost that does not
-//     grow with the batch is a large part of the threshold; see
+//     grow with the batch is a large part of the threshold), or where the
+//     profile's speed model puts the knee of a GPU at speed e (see
 //     speedKnee). e is clamped to 0.1..1, so the ratio is at most 10× the
 //     load ratio and a faster replica gets no bonus.
 //

@@ -29,6 +29,9 @@ type Profile struct {
 	// and output lengths move away from the workload's (see MixModel).
 	// Profiles without it behave as before it existed.
 	MixModel *MixModel `yaml:"mixModel,omitempty" json:"mixModel,omitempty"`
+	// SpeedModel, when present, says where the knee lies on a slower GPU
+	// (see SpeedModel).
+	SpeedModel *SpeedModel `yaml:"speedModel,omitempty" json:"speedModel,omitempty"`
 }
 
 // Metadata names the profile and says when it was made.

@@ -20,7 +20,8 @@ import (
 //   - the knee's concurrency is > 0 and equal to a point's or between two
 //     (an interpolated knee), its output throughput is > 0 and its limiting
 //     resource is a known one;
-//   - the mix model, when given, is consistent (see validator.mixModel).
+//   - the mix model, when given, is consistent (see validator.mixModel);
+//   - so is the speed model (see validator.speedModel).
 func (p *Profile) Validate() error {
 	if p == nil {
 		return &strictyaml.List{Errors: []*strictyaml.FieldError{strictyaml.Errorf("profile", "missing")}}
@@ -52,6 +53,7 @@ func (p *Profile) Validate() error {
 	v.points(p.Points)
 	v.knee(&p.Knee, p.Points)
 	v.mixModel(p)
+	v.speedModel(p)
 	if len(v.errs) == 0 {
 		return nil
 	}

@@ -38,7 +38,7 @@ func (cfg *Config) withMixModel(ctx context.Context, out *Outcome) error {
 			return fmt.Errorf("mix scale %s: %w", s, err)
 		}
 		sub := *cfg
-		sub.Workload, sub.MixScales = gen, nil
+		sub.Workload, sub.MixScales, sub.Speeds = gen, nil, nil
 		log.Info("measuring the knee at a scaled mix", "mix_scale", s.String(),
 			"mean_prompt_tokens", gen.Info().MeanPromptTokens, "mean_output_tokens", gen.Info().MeanOutputTokens)
 		res, err := Run(ctx, sub)
@@ -51,10 +51,7 @@ func (cfg *Config) withMixModel(ctx context.Context, out *Outcome) error {
 			continue
 		case err != nil:
 			return fmt.Errorf("mix scale %s: %w", s, err)
-		case res.Profile.Metadata.Partial && (res.Profile.Knee.Arrivals != knee.ArrivalsPoisson ||
-			res.Profile.Knee.RequestsPerSecond >= res.ClosedLoopRate*(1-1e-3)):
-			// Only a lower bound: a poisson knee below the top of its
-			// bracket is a knee even when the closed-loop one was not.
+		case res.kneeOnlyALowerBound():
 			log.Warn("the mix model leaves out a mix whose knee lies beyond --max-concurrency", "mix_scale", s.String())
 			continue
 		}
@@ -77,4 +74,15 @@ func (cfg *Config) withMixModel(ctx context.Context, out *Outcome) error {
 	out.Profile = &withModel
 	out.Finished = cfg.Clock()
 	return nil
+}
+
+// kneeOnlyALowerBound reports whether the outcome's knee is only a lower
+// bound of the true one: the closed-loop search kept the SLO up to
+// --max-concurrency (the profile is partial), and the knee is closed-loop
+// or the Poisson search kept the SLO at the top of its bracket. A poisson
+// knee below the top of its bracket is a knee even when the closed-loop
+// one was not.
+func (o *Outcome) kneeOnlyALowerBound() bool {
+	p := o.Profile
+	return p.Metadata.Partial && (p.Knee.Arrivals != knee.ArrivalsPoisson || p.Knee.RequestsPerSecond >= o.ClosedLoopRate*(1-1e-3))
 }

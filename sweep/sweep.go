@@ -84,6 +84,10 @@ type Config struct {
 	// each factor pair and attach the fitted knee.MixModel to the profile
 	// (see withMixModel).
 	MixScales []knee.MixScale
+	// Speeds, when set, run the search again under the SLO's thresholds ×
+	// each speed and attach the knee.SpeedModel of those knees: where the
+	// knee lies on a GPU that much slower (see withSpeedModel).
+	Speeds []float64
 	// MaxModelLen caps a scaled mix's longest request (prompt plus
 	// output), as the server's --max-model-len does; 0 means no cap.
 	MaxModelLen int
@@ -211,7 +215,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	case perr != nil:
 		return out, perr
 	case cfg.Arrivals != knee.ArrivalsPoisson:
-		return out, cfg.withMixModel(ctx, out)
+		return out, cfg.withModels(ctx, out)
 	}
 	if err := cfg.runPoisson(ctx, out); err != nil {
 		return out, err
@@ -220,7 +224,16 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if out.Interrupted {
 		return out, fmt.Errorf("%w: %s", ErrInterrupted, out.OpenLoopReason)
 	}
-	return out, cfg.withMixModel(ctx, out)
+	return out, cfg.withModels(ctx, out)
+}
+
+// withModels attaches the speed model, then the mix model, each when asked
+// for (see withSpeedModel and withMixModel).
+func (cfg *Config) withModels(ctx context.Context, out *Outcome) error {
+	if err := cfg.withSpeedModel(ctx, out); err != nil {
+		return err
+	}
+	return cfg.withMixModel(ctx, out)
 }
 
 func (cfg *Config) defaults() error {

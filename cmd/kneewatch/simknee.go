@@ -41,6 +41,9 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	mixScales := fs.String("mix-scales", "", "also measure the knee at the workload scaled by each PROMPT:OUTPUT factor pair\n"+
 		"(e.g. 2:1,1:2,2:2, or \"default\" for "+joinMixScales(knee.DefaultMixScales)+") and add the\n"+
 		"mixModel the knee moves with when live traffic's mean prompt or output drifts; empty: none")
+	speedModel := fs.String("speed-model", "", "also measure the knee under the SLO's thresholds × each speed, a share of the GPU's\n"+
+		"(e.g. 0.8,0.5, or \"default\" for "+joinSpeeds(knee.DefaultSpeeds)+"), and add the speedModel: where the knee\n"+
+		"lies when the GPU runs that much slower (throttled); empty: none")
 	// warn: the profile on standard output is the result; the search's
 	// progress is not news.
 	newLogger := logFlags(fs, "warn")
@@ -96,6 +99,12 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("sim knee: --mix-scales: %w", err)
 		}
 	}
+	var speeds []float64
+	if *speedModel != "" {
+		if speeds, err = knee.ParseSpeeds(*speedModel); err != nil {
+			return fmt.Errorf("sim knee: --speed-model: %w", err)
+		}
+	}
 	p, err := sim.LoadPreset(*preset)
 	if err != nil {
 		return fmt.Errorf("sim knee: --preset: %w", err)
@@ -119,6 +128,7 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Arrivals:       knee.Arrivals(*arrivals),
 		OpenLoop:       sim.OpenLoopConfig{Steady: *steady, Warmup: *warmup},
 		MixScales:      scales,
+		Speeds:         speeds,
 		Logger:         logger,
 	})
 	if err != nil {

@@ -74,6 +74,29 @@ func TestSimKneeWithMixScalesAddsAMixModel(t *testing.T) {
 	}
 }
 
+func TestSimKneeWithASpeedModelAddsOne(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three knee searches")
+	}
+	var out, errb bytes.Buffer
+	args := []string{"sim", "knee", "--preset", "llama-3.1-8b-l4", "--workload", "chat",
+		"--slo-ttft", "2s", "--slo-tpot", "150ms", "--speed-model", "0.8,0.5", "--arrivals", "closed-loop"}
+	if err := run(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, errb.String())
+	}
+	prof, err := knee.Parse(out.Bytes(), "stdout")
+	if err != nil {
+		t.Fatalf("output is not a valid knee profile: %v", err)
+	}
+	m := prof.SpeedModel
+	if m == nil || len(m.Points) != 2 || m.Points[0].Speed != 0.8 || m.Points[1].Speed != 0.5 {
+		t.Fatalf("speed model = %+v, want knees at speeds 0.8 and 0.5\nstderr: %s", m, errb.String())
+	}
+	if slow, fast := m.Points[1], m.Points[0]; !(slow.Concurrency <= fast.Concurrency && fast.Concurrency <= prof.Knee.Concurrency) {
+		t.Errorf("knees %g (0.5), %g (0.8) and %g (full speed): a slower GPU's knee should be no higher", slow.Concurrency, fast.Concurrency, prof.Knee.Concurrency)
+	}
+}
+
 func TestSimKneeWarnsWhenTheSLOHoldsAtEveryLevel(t *testing.T) {
 	var out, errb bytes.Buffer
 	args := []string{"sim", "knee", "--slo-ttft", "10s", "--slo-tpot", "1s", "--max-concurrency", "4", "--arrivals", "closed-loop"}
@@ -149,6 +172,8 @@ func TestSimKneeRejectsBadFlags(t *testing.T) {
 		{"stray argument", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "extra"}, `sim knee: unexpected arguments ["extra"]`},
 		{"bad mix scale", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--mix-scales", "2:1,2"},
 			`sim knee: --mix-scales: mix scale "2": want PROMPT:OUTPUT factors, e.g. 2:1`},
+		{"bad speed", []string{"--slo-ttft", "1s", "--slo-tpot", "30ms", "--speed-model", "0.5,half"},
+			`sim knee: --speed-model: speed "half": want a share of the swept GPU's speed, e.g. 0.6`},
 		{"SLO unreachable", []string{"--preset", "llama-3.1-8b-l4", "--slo-ttft", "1s", "--slo-tpot", "10ms", "--max-concurrency", "2"},
 			"sim knee: the SLO is not met even at concurrency 1: p99 TTFT 0.422s (SLO 1s), p99 TPOT 0.0592s (SLO 10ms)"},
 	}

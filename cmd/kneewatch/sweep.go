@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,6 +74,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mixScales := fs.String("mix-scales", "", "after the knee, measure it again at the workload scaled by each PROMPT:OUTPUT factor pair\n"+
 		"(e.g. 2:1,1:2,2:2, or \"default\" for "+joinMixScales(knee.DefaultMixScales)+") and add the mixModel\n"+
 		"the knee moves with when live traffic's mean prompt or output drifts; each pair is a whole sweep; empty: none")
+	speeds := fs.String("speed-model", "", "after the knee, measure it again under the SLO's thresholds × each speed, a share of the\n"+
+		"GPU's (e.g. 0.8,0.5, or \"default\" for "+joinSpeeds(knee.DefaultSpeeds)+"), and add the speedModel: where the knee lies\n"+
+		"when the GPU runs that much slower (throttled); each speed is a whole sweep; empty: none")
 	maxModelLen := fs.Int("max-model-len", 0, "with --mix-scales: the server's --max-model-len, so no scaled request is longer (0: no cap)")
 	newLogger := logFlags(fs, "info")
 	fs.Usage = func() {
@@ -138,6 +142,12 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("sweep: --mix-scales: %w", err)
 		}
 	}
+	var speedList []float64
+	if *speeds != "" {
+		if speedList, err = knee.ParseSpeeds(*speeds); err != nil {
+			return fmt.Errorf("sweep: --speed-model: %w", err)
+		}
+	}
 	apiKey, err := readAPIKey(*apiKeyFile)
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
@@ -180,6 +190,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Arrivals:    knee.Arrivals(*arrivals),
 		OpenLoop:    sweep.OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: *olWarmup, Steady: *olSteady}, Requests: *olRequests},
 		MixScales:   scales,
+		Speeds:      speedList,
 		MaxModelLen: *maxModelLen,
 		Early:       &early,
 	})
@@ -309,4 +320,13 @@ func joinMixScales(scales []knee.MixScale) string {
 		parts[i] = s.String()
 	}
 	return strings.Join(parts, ",")
+}
+
+// joinSpeeds is the speeds as --speed-model takes them (sweep and sim knee).
+func joinSpeeds(speeds []float64) string {
+	s := make([]string, len(speeds))
+	for i, e := range speeds {
+		s[i] = strconv.FormatFloat(e, 'g', -1, 64)
+	}
+	return strings.Join(s, ",")
 }

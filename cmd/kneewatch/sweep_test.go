@@ -156,6 +156,7 @@ func TestSweepRejectsBadFlagsBeforeAnyLoad(t *testing.T) {
 		{"a negative open-loop warm-up", append(base, "--arrivals", "poisson", "--open-loop-warmup", "-1s"), "--open-loop-warmup must be > 0, got -1s"},
 		{"a malformed open-loop duration", append(base, "--arrivals", "poisson", "--open-loop-steady", "ten"), `invalid value "ten" for flag -open-loop-steady`},
 		{"a bad mix scale", append(base, "--mix-scales", "2:0"), `--mix-scales: mix scale "2:0": output factor: want a finite number > 0`},
+		{"a speed of the whole GPU", append(base, "--speed-model", "0.8,1"), `sweep: --speed-model: speed "1": must be in (0,1)`},
 		{"a negative max model length", append(base, "--max-model-len", "-1"), "--max-model-len must be ≥ 0, got -1"},
 		{"an unreachable target", base, "is unreachable"},
 	} {

@@ -78,12 +78,15 @@ func (k *kneeFinder) profile(ctx context.Context, dep Deployment, alt string, sh
 	}
 	// The deployment's nominal profile, the one kneewatch is given, carries
 	// the mix model an operator gets from `kneewatch sim knee --mix-scales
-	// default`: kneewatch moves its knee when the mix shifts. The knees at
+	// default`: kneewatch moves its knee when the mix shifts; and the speed
+	// model of `--speed-model default`: it moves its knee for a slower GPU. The knees at
 	// the scaled mixes are measured inside this search, once per
 	// deployment, and cached with the profile.
 	var mixScales []knee.MixScale
+	var speeds []float64
 	if alt == "" && slowdown == 1 {
 		mixScales = knee.DefaultMixScales
+		speeds = knee.DefaultSpeeds
 	}
 	p, err := sim.FindKnee(ctx, sim.KneeConfig{
 		Engine:   sim.Config{Preset: preset, Slowdown: slowdown},
@@ -97,6 +100,7 @@ func (k *kneeFinder) profile(ctx context.Context, dep Deployment, alt string, sh
 		OpenLoop: sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: poissonSteady, Tick: k.opts.ScrapeInterval,
 			SLOWindow: k.opts.SLOWindow, Low: poissonLow, Steps: poissonSteps},
 		MixScales: mixScales,
+		Speeds:    speeds,
 	})
 	if errors.Is(err, sim.ErrMixModel) {
 		// Too few scaled mixes had a knee (the SLO breaks at one request of

@@ -43,6 +43,11 @@ type KneeConfig struct {
 	// each factor pair, and attach the knee.MixModel fitted to those knees
 	// (see withMixModel); knee.DefaultMixScales is a small default set.
 	MixScales []knee.MixScale
+	// Speeds, when set, also measure the knee under the SLO's thresholds ×
+	// each speed, and attach the knee.SpeedModel of those knees: where the
+	// knee lies on a GPU that much slower (see withSpeedModel);
+	// knee.DefaultSpeeds is a small default set.
+	Speeds []float64
 }
 
 // ErrSLOUnreachable is returned (with the profile of what was measured) when
@@ -67,7 +72,9 @@ var ErrSLOUnreachable = errors.New("the SLO is not met even at concurrency 1")
 // traffic (see findPoissonKnee); the points and levels stay the closed-loop
 // ones, the curve kneewatch reads throughput on. With MixScales, the whole
 // search runs again at each scaled mix, and the profile gets the mix model
-// fitted to the knees (see withMixModel).
+// fitted to the knees (see withMixModel). With Speeds, it runs again under
+// thresholds × each speed, and the profile gets the speed model of those
+// knees (see withSpeedModel).
 func FindKnee(ctx context.Context, cfg KneeConfig) (knee.Profile, error) {
 	clock := cfg.Clock
 	if clock == nil {
@@ -190,6 +197,12 @@ func FindKnee(ctx context.Context, cfg KneeConfig) (knee.Profile, error) {
 		if p, err = findPoissonKnee(ctx, cfg, openLoop, p, clock); err != nil {
 			return p, err
 		}
+	}
+	if len(cfg.Speeds) > 0 {
+		if p, err = withSpeedModel(ctx, cfg, p); err != nil {
+			return p, err
+		}
+		p.Sweep.FinishedAt = clock().UTC()
 	}
 	if len(cfg.MixScales) == 0 {
 		return p, nil

@@ -38,7 +38,7 @@ func withMixModel(ctx context.Context, cfg KneeConfig, p knee.Profile) (knee.Pro
 			return p, fmt.Errorf("mix scale %s: %w", s, err)
 		}
 		sub := cfg
-		sub.Workload, sub.MixScales = gen, nil
+		sub.Workload, sub.MixScales, sub.Speeds = gen, nil, nil
 		q, err := FindKnee(ctx, sub)
 		switch {
 		case errors.Is(err, ErrSLOUnreachable) || errors.Is(err, ErrOpenLoopSLOUnreachable):

@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"context"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
 )
@@ -24,5 +27,42 @@ func TestOnlyALowerBound(t *testing.T) {
 		if got := onlyALowerBound(tt.p); got != tt.want {
 			t.Errorf("%s: onlyALowerBound = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// A speed model's knee at speed e is the knee of the engine slowed by 1/e:
+// closed-loop, where no arrival process separates them, exactly.
+func TestASpeedModelsKneeIsTheSlowerEnginesKnee(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three knee searches")
+	}
+	slo := knee.SLO{TTFT: knee.Duration(2 * time.Second), TPOT: knee.Duration(60 * time.Millisecond), Quantile: 0.99}
+	cfg := kneeConfig(t, "llama-3.3-70b-fp8-h200", "chat", slo, 1, 256)
+	cfg.Speeds = []float64{0.5}
+	prof, err := FindKnee(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prof.Validate(); err != nil {
+		t.Fatalf("the profile with its speed model does not validate: %v", err)
+	}
+	if prof.SpeedModel == nil || len(prof.SpeedModel.Points) != 1 {
+		t.Fatalf("speed model %+v, want one point", prof.SpeedModel)
+	}
+	slowCfg := kneeConfig(t, "llama-3.3-70b-fp8-h200", "chat", slo, 1, 256)
+	slowCfg.Engine.Slowdown = 2
+	slow, err := FindKnee(context.Background(), slowCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := prof.SpeedModel.Points[0]
+	slowRate := pointAt(t, slow, slow.Knee.Concurrency).RequestsPerSecond
+	// Profiles round their points' rates.
+	if pt.Concurrency != slow.Knee.Concurrency || math.Abs(pt.RequestsPerSecond/slowRate-1) > 1e-3 {
+		t.Errorf("speed 0.5: knee %g in flight at %g requests/s; the engine 2× slower: %g at %g", pt.Concurrency, pt.RequestsPerSecond,
+			slow.Knee.Concurrency, slowRate)
+	}
+	if !(pt.Concurrency < prof.Knee.Concurrency) {
+		t.Errorf("the knee at half speed (%g) is not below the full-speed one (%g)", pt.Concurrency, prof.Knee.Concurrency)
 	}
 }

@@ -1,0 +1,54 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// withSpeedModel measures the knee again under the SLO's thresholds × each
+// of cfg.Speeds, the same way as p's knee, and attaches the knee.SpeedModel
+// of those knees: where the knee lies on a GPU at that speed (see
+// knee.SpeedModel for why). A speed whose SLO cannot be met at all, or
+// whose knee is only a lower bound, is left out with a warning; with none
+// left the profile has no speed model.
+func withSpeedModel(ctx context.Context, cfg KneeConfig, p knee.Profile) (knee.Profile, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var points []knee.SpeedPoint
+	for _, e := range cfg.Speeds {
+		sub := cfg
+		sub.SLO = knee.SLOAtSpeed(cfg.SLO, e)
+		sub.MixScales, sub.Speeds = nil, nil
+		q, err := FindKnee(ctx, sub)
+		switch {
+		case errors.Is(err, ErrSLOUnreachable) || errors.Is(err, ErrOpenLoopSLOUnreachable):
+			log.Warn("the speed model leaves out a speed at which the SLO cannot be met", "speed", e, "err", err)
+			continue
+		case err != nil:
+			return p, fmt.Errorf("speed %g: %w", e, err)
+		case onlyALowerBound(q):
+			log.Warn("the speed model leaves out a speed whose knee lies beyond --max-concurrency", "speed", e,
+				"max_concurrency", cfg.MaxConcurrency)
+			continue
+		}
+		pt, err := knee.SpeedPointOf(&q, e)
+		if err != nil {
+			return p, fmt.Errorf("speed %g: %w", e, err)
+		}
+		points = append(points, pt)
+	}
+	if len(points) == 0 {
+		return p, nil
+	}
+	p.SpeedModel = &knee.SpeedModel{Points: points}
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("the profile with its speed model does not validate: %w", err)
+	}
+	return p, nil
+}

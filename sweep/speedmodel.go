@@ -1,0 +1,62 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+// withSpeedModel runs the whole search again (closed-loop, then Poisson
+// when cfg.Arrivals asks for it) under the SLO's thresholds × each of
+// cfg.Speeds, and attaches the knee.SpeedModel of those knees: where the
+// knee lies on a GPU at that speed (see knee.SpeedModel for why). A speed
+// whose SLO cannot be met at all, or whose knee is only a lower bound, is
+// left out with a warning; with none left the profile has no speed model.
+// On interruption the profile stays without one. Nothing to do without
+// speeds or a profile.
+func (cfg *Config) withSpeedModel(ctx context.Context, out *Outcome) error {
+	if len(cfg.Speeds) == 0 || out.Profile == nil {
+		return nil
+	}
+	log := cfg.Logger
+	var points []knee.SpeedPoint
+	for _, e := range cfg.Speeds {
+		sub := *cfg
+		sub.SLO = knee.SLOAtSpeed(cfg.SLO, e)
+		sub.MixScales, sub.Speeds = nil, nil
+		log.Info("measuring the knee for a slower GPU: the SLO's thresholds × its speed", "speed", e,
+			"ttft", sub.SLO.TTFT, "tpot", sub.SLO.TPOT)
+		res, err := Run(ctx, sub)
+		switch {
+		case ctx.Err() != nil || errors.Is(err, ErrInterrupted):
+			out.Interrupted = true
+			return fmt.Errorf("%w: during the knee at speed %g; the profile has no speed model", ErrInterrupted, e)
+		case errors.Is(err, ErrSLOUnreachable) || errors.Is(err, ErrPoissonUnreachable):
+			log.Warn("the speed model leaves out a speed at which the SLO cannot be met", "speed", e, "err", err)
+			continue
+		case err != nil:
+			return fmt.Errorf("speed %g: %w", e, err)
+		case res.kneeOnlyALowerBound():
+			log.Warn("the speed model leaves out a speed whose knee lies beyond --max-concurrency", "speed", e)
+			continue
+		}
+		pt, err := knee.SpeedPointOf(res.Profile, e)
+		if err != nil {
+			return fmt.Errorf("speed %g: %w", e, err)
+		}
+		points = append(points, pt)
+	}
+	if len(points) == 0 {
+		return nil
+	}
+	withModel := *out.Profile
+	withModel.SpeedModel = &knee.SpeedModel{Points: points}
+	if err := withModel.Validate(); err != nil {
+		return fmt.Errorf("the profile with its speed model does not validate: %w", err)
+	}
+	out.Profile = &withModel
+	out.Finished = cfg.Clock()
+	return nil
+}

@@ -1,0 +1,48 @@
+package sweep
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
+)
+
+func TestSweepWithSpeedsAddsASpeedModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two closed-loop sweeps against the simulator in wall time (a minute or two)")
+	}
+	kc := kneeCases[0]
+	p := kc.simPreset(t)
+	st := startSimPreset(t, p, kc.speed)
+	start := time.Now()
+	out, err := Run(context.Background(), Config{
+		Client: st.client(64), Workload: resolve(t, kc.workload), Seed: 1, SLO: scaled(kc.slo(), kc.speed),
+		MaxConcurrency: 32, Precision: 0.25, MinRequests: 100, Logger: testLogger(t),
+		Speeds: []float64{0.5},
+	})
+	t.Logf("took %s", time.Since(start).Round(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := out.Profile
+	if err := prof.Validate(); err != nil {
+		t.Fatalf("the profile with its speed model does not validate: %v", err)
+	}
+	m := prof.SpeedModel
+	if m == nil || len(m.Points) != 1 {
+		t.Fatalf("speed model %+v, want the knee at speed 0.5", m)
+	}
+	own, err := knee.MixPointOf(prof, knee.MixScale{Prompt: 1, Output: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := m.Points[0]
+	t.Logf("speed 0.5: knee %g in flight at %.3g requests/s; at full speed %g at %.3g", pt.Concurrency, pt.RequestsPerSecond, own.Concurrency, own.RequestsPerSecond)
+	// Half the speed: the knee under half the thresholds, at half its rate,
+	// holds no more in flight and serves at most half the requests.
+	if pt.Speed != 0.5 || !(pt.Concurrency <= own.Concurrency) || !(pt.RequestsPerSecond <= 0.5*own.RequestsPerSecond) {
+		t.Errorf("the knee at speed 0.5 is %g in flight at %g requests/s; want at most %g and %g", pt.Concurrency, pt.RequestsPerSecond,
+			own.Concurrency, 0.5*own.RequestsPerSecond)
+	}
+}
