@@ -66,6 +66,15 @@ func peakRSS(t *testing.T, reset bool) int64 {
 // 46 MiB over the worst seen. (Before scrapes waited for room, the
 // peak was 254 MiB with 5 of the 16 scrapes refused, and 252–310 MiB was
 // measured in CI.)
+//
+// The collector runs under a memory limit of the bound over the baseline,
+// as an operator sets GOMEMLIMIT below a pod's memory limit: without one,
+// the pacing alone decides how much garbage is left when the peak is read.
+// Run after the rest of the package (a baseline of 54 MiB against 27 alone),
+// a CI run on 2026-12-04 read a first-round peak of 162 MiB, over the bound
+// with nothing live past the budget. A limit does not hide what the test is
+// for: a scrape set holding more than the bound live (the 254–310 MiB
+// before scrapes waited) exceeds it whatever the collector does.
 func TestSixteenTargetsAtTheBodyLimitAreAllScrapedWithinTheMemoryBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates a few hundred MiB")
@@ -103,6 +112,8 @@ func TestSixteenTargetsAtTheBodyLimitAreAllScrapedWithinTheMemoryBudget(t *testi
 	debug.FreeOSMemory()
 	base := peakRSS(t, true)
 	base = peakRSS(t, false)
+	prevLimit := debug.SetMemoryLimit(base + bound)
+	t.Cleanup(func() { debug.SetMemoryLimit(prevLimit) })
 	var peak int64
 	for round := range rounds {
 		fetches.Store(0)
