@@ -69,13 +69,14 @@ func (p *Profile) speedKnee(e float64) (float64, bool) {
 	if e >= 1 {
 		return kneeC, true
 	}
-	onCurve, curveOK := p.speedKneeWithoutModel(e)
 	modelled, ok := p.speedModelKnee(e, p.speedKneeWithoutModel)
 	if !ok {
-		return onCurve, curveOK
+		return p.speedKneeWithoutModel(e)
 	}
-	if w := (1 - e) / speedModelBlendSpan; w < 1 && curveOK && onCurve > 0 {
-		return math.Exp((1-w)*math.Log(onCurve) + w*math.Log(modelled)), true
+	if w := (1 - e) / speedModelBlendSpan; w < 1 {
+		if onCurve, curveOK := p.speedKneeWithoutModel(e); curveOK && onCurve > 0 {
+			return math.Exp((1-w)*math.Log(onCurve) + w*math.Log(modelled)), true
+		}
 	}
 	return modelled, true
 }

@@ -1,6 +1,7 @@
 package knee
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -140,7 +141,7 @@ func (p *Profile) speedModelKnee(e float64, fallback func(float64) (float64, boo
 		return 0, false
 	}
 	pts := slices.Clone(p.SpeedModel.Points)
-	slices.SortFunc(pts, func(a, b SpeedPoint) int { return -cmpFloat(a.Speed, b.Speed) })
+	slices.SortFunc(pts, func(a, b SpeedPoint) int { return cmp.Compare(b.Speed, a.Speed) })
 	prevE, prevC := 1.0, p.Knee.Concurrency
 	for _, pt := range pts {
 		c := min(pt.Concurrency, prevC)
@@ -157,14 +158,4 @@ func (p *Profile) speedModelKnee(e float64, fallback func(float64) (float64, boo
 		return prevC * e / prevE, true
 	}
 	return prevC * min(below/at, 1), true
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
