@@ -40,9 +40,13 @@ func TestSweepWithSpeedsAddsASpeedModel(t *testing.T) {
 	pt := m.Points[0]
 	t.Logf("speed 0.5: knee %g in flight at %.3g requests/s; at full speed %g at %.3g", pt.Concurrency, pt.RequestsPerSecond, own.Concurrency, own.RequestsPerSecond)
 	// Half the speed: the knee under half the thresholds, at half its rate,
-	// holds no more in flight and serves at most half the requests.
-	if pt.Speed != 0.5 || !(pt.Concurrency <= own.Concurrency) || !(pt.RequestsPerSecond <= 0.5*own.RequestsPerSecond) {
+	// holds no more in flight and serves about half the requests or fewer.
+	// Rates measured in wall time against the server carry a few percent
+	// of noise: one CI run read 31.82 requests/s at 12 in flight against
+	// half of 62.7 at 14.
+	const rateNoise = 1.1
+	if pt.Speed != 0.5 || !(pt.Concurrency <= own.Concurrency) || !(pt.RequestsPerSecond <= rateNoise*0.5*own.RequestsPerSecond) {
 		t.Errorf("the knee at speed 0.5 is %g in flight at %g requests/s; want at most %g and %g", pt.Concurrency, pt.RequestsPerSecond,
-			own.Concurrency, 0.5*own.RequestsPerSecond)
+			own.Concurrency, rateNoise*0.5*own.RequestsPerSecond)
 	}
 }
