@@ -53,7 +53,7 @@ func TestEarlyBreakRarelyCutsALevelWithinItsSLO(t *testing.T) {
 	const levels = 20000
 	cut := 0
 	for range levels {
-		tally := DefaultEarly.Start(testSLO, false)
+		tally := DefaultEarly.Start(testSLO, 16, false)
 		next := level(rng, 0.01, 0.5)
 		for range 200 {
 			if tally.Add(next()) == Breaks {
@@ -73,7 +73,7 @@ func TestEarlyBreakRarelyCutsALevelWithinItsSLO(t *testing.T) {
 
 func TestEarlyBreakStopsALevelFarPastTheKneeQuickly(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	tally := DefaultEarly.Start(testSLO, false)
+	tally := DefaultEarly.Start(testSLO, 16, false)
 	next := level(rng, 0.2, 0.8)
 	n := 0
 	for tally.Add(next()) == Undecided {
@@ -91,7 +91,7 @@ func TestEarlyBreakStopsALevelFarPastTheKneeQuickly(t *testing.T) {
 }
 
 func TestEarlyBreakCountsFailures(t *testing.T) {
-	tally := DefaultEarly.Start(testSLO, false)
+	tally := DefaultEarly.Start(testSLO, 16, false)
 	for i := range 100 {
 		s := Sample{TTFT: 100 * time.Millisecond, OutputTokens: 1}
 		if i%10 == 0 {
@@ -106,7 +106,7 @@ func TestEarlyBreakCountsFailures(t *testing.T) {
 	}
 }
 
-func TestScreeningStopsOnlyALevelFarBelowTheSLO(t *testing.T) {
+func TestScreeningStopsOnlyALevelBelowTheSLO(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, tc := range []struct {
 		name      string
@@ -117,11 +117,11 @@ func TestScreeningStopsOnlyALevelFarBelowTheSLO(t *testing.T) {
 	}{
 		{"far below, allowed", 0.3, true, false, Screened},
 		{"far below, not allowed (refinement or confirmation)", 0.3, false, false, Undecided},
-		{"near the SLO", 0.8, true, false, Undecided},
+		{"near the SLO", 0.97, true, false, Undecided},
 		{"far below with a failure", 0.3, true, true, Undecided},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tally := DefaultEarly.Start(testSLO, tc.mayScreen)
+			tally := DefaultEarly.Start(testSLO, 16, tc.mayScreen)
 			next := level(rng, 0, tc.margin)
 			for i := range DefaultEarly.ScreenRequests {
 				s := next()
@@ -140,6 +140,34 @@ func TestScreeningStopsOnlyALevelFarBelowTheSLO(t *testing.T) {
 	}
 }
 
+// The screening window is two completions per worker, from 10 to 30
+// requests: a level at concurrency 1 is screened on 10 (fewer than the
+// binomial test's 20, which must not hold the verdict back), and the first
+// completions at concurrency 64 (the short requests finish first) are not
+// taken for the level.
+func TestTheScreeningWindowGrowsWithTheConcurrency(t *testing.T) {
+	for _, tc := range []struct{ c, want int }{{1, 10}, {4, 10}, {8, 16}, {12, 24}, {16, 30}, {64, 30}} {
+		if got := DefaultEarly.ScreenWindow(tc.c); got != tc.want {
+			t.Errorf("ScreenWindow(%d) = %d, want %d", tc.c, got, tc.want)
+		}
+		rng := rand.New(rand.NewPCG(7, uint64(tc.c)))
+		tally := DefaultEarly.Start(testSLO, tc.c, true)
+		next := level(rng, 0, 0.3)
+		n := 0
+		for tally.Verdict() == Undecided && n < 200 {
+			tally.Add(next())
+			n++
+		}
+		if tally.Verdict() != Screened || n != tc.want {
+			t.Errorf("concurrency %d: verdict %v after %d requests, want screened after %d (%s)", tc.c, tally.Verdict(), n, tc.want, tally.Reason())
+		}
+	}
+	fixed := Early{ScreenRequests: 30, ScreenMargin: 0.5}
+	if got := fixed.ScreenWindow(1); got != 30 {
+		t.Errorf("without ScreenPerWorker the window is ScreenRequests at every concurrency: got %d at 1, want 30", got)
+	}
+}
+
 func TestEarlyRejectsBadSettings(t *testing.T) {
 	for _, tc := range []struct {
 		e    Early
@@ -148,6 +176,9 @@ func TestEarlyRejectsBadSettings(t *testing.T) {
 		{Early{Alpha: 1}, "alpha must be in [0,1), got 1"},
 		{Early{MinRequests: -1}, "min requests must be ≥ 0, got -1"},
 		{Early{ScreenRequests: 50, ScreenMargin: 1.5}, "screen margin must be in (0,1), got 1.5"},
+		{Early{ScreenRequests: 30, ScreenMargin: 0.5, ScreenPerWorker: -2}, "screen requests per worker must be ≥ 0, got -2"},
+		{Early{ScreenRequests: 30, ScreenMargin: 0.5, ScreenPerWorker: 2}, "the fewest screening requests must be in [1, 30] (the screen requests), got 0"},
+		{Early{ScreenRequests: 30, ScreenMargin: 0.5, ScreenPerWorker: 2, ScreenMinRequests: 40}, "got 40"},
 	} {
 		if err := tc.e.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.e, err, tc.want)

@@ -137,7 +137,7 @@ func RunLevel(ctx context.Context, client *Client, cfg LevelConfig) (Level, erro
 		return Level{}, err
 	}
 	lc := &levelCollector{warmup: warm, win: cfg.Window, opened: make(chan struct{}), full: make(chan struct{}),
-		onDone: cfg.OnCompletion, tally: cfg.Early.Start(cfg.SLO, cfg.MayScreen)}
+		onDone: cfg.OnCompletion, tally: cfg.Early.Start(cfg.SLO, cfg.Concurrency, cfg.MayScreen)}
 	var smp *sampler
 	if cfg.Metrics.enabled() {
 		smp = cfg.Metrics.start(ctx)

@@ -101,7 +101,7 @@ func RunLevel(ctx context.Context, cfg LevelConfig) (Level, error) {
 	if err := cfg.Early.Validate(); err != nil {
 		return Level{}, err
 	}
-	tally := cfg.Early.Start(cfg.SLO, cfg.MayScreen)
+	tally := cfg.Early.Start(cfg.SLO, cfg.Concurrency, cfg.MayScreen)
 
 	var (
 		lv      Level
