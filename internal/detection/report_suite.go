@@ -162,6 +162,35 @@ func (r *Report) suiteFamilyTable(p func(string, ...any)) {
 			or.falsePages, or.early, or.earlyPossible, or.onTime, or.abrupt, e.mean, e.p95, e.max)
 	}
 	p("\n")
+	r.suiteDirectionTable(p)
+}
+
+// suiteDirectionTable says which way each family's large headroom errors
+// lean and where they fall: the goal pools every scrape alike, and an error
+// reading a replica far from its knee as nearer is not one that pages late.
+func (r *Report) suiteDirectionTable(p func(string, ...any)) {
+	p("Which way the errors over %.1f lean: the share of them that read headroom lower than the truth (a safe-side\n", headroomGoal)
+	p("error), the share at a true headroom above %.1f (far from the knee, where no page is decided), and the error where the\n", nearKnee)
+	p("true headroom is at most %.1f, all of it and where kneewatch read higher than the truth (the late-page side).\n\n", nearKnee)
+	p("| family | scrapes | errors over %.1f | of them: read low | at true headroom > %.1f | error at true headroom ≤ %.1f: scrapes, mean / p95 / max | of those, read high: scrapes, p95 |\n", headroomGoal, nearKnee, nearKnee)
+	p("|---|---|---|---|---|---|---|\n")
+	for _, f := range suiteFamilies {
+		rs := r.familyResults(f.name)
+		if len(rs) == 0 {
+			continue
+		}
+		d := directionOf(rs)
+		near, high := "—", "—"
+		if d.near.n > 0 {
+			near = fmt.Sprintf("%d, %.3f / %.3f / %.3f", d.near.n, d.near.mean, d.near.p95, d.near.max)
+		}
+		if d.nearHigh.n > 0 {
+			high = fmt.Sprintf("%d, %.3f", d.nearHigh.n, d.nearHigh.p95)
+		}
+		p("| %s | %d | %d (%s) | %s | %s | %s | %s |\n", f.name, d.n, d.over, pct(share(d.over, d.n)),
+			pct(share(d.overLow, d.over)), pct(share(d.overFar, d.over)), near, high)
+	}
+	p("\n")
 }
 
 func (r *Report) suiteDeploymentTable(p func(string, ...any)) {

@@ -43,6 +43,9 @@ type ScenarioResult struct {
 	// HeadroomErrors are the compared scrapes' errors behind Headroom, in
 	// time order, for pooling over families and deployments.
 	HeadroomErrors []float64
+	// HeadroomCompared are the same scrapes' two headrooms, clamped as
+	// compared, for the errors' direction (see directionOf).
+	HeadroomCompared []ComparedHeadroom
 	// UnknownTicks counts scrapes at which the truth could not judge the
 	// SLO: the start of the run, before enough requests had finished.
 	UnknownTicks int
@@ -183,6 +186,7 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache,
 	}
 	res.Breaches = breachEpisodes(res.Truth)
 	res.HeadroomErrors = headroomErrors(res.Inferred, res.Truth, int(o.Window/o.ScrapeInterval))
+	res.HeadroomCompared = comparedHeadrooms(res.Inferred, res.Truth, int(o.Window/o.ScrapeInterval))
 	res.Headroom = headroomError(res.Inferred, res.Truth, int(o.Window/o.ScrapeInterval))
 	detectors := Detectors()
 	for _, v := range o.PageVariants {

@@ -181,3 +181,66 @@ func headroomErrors(inferred []float64, truth []TruthPoint, skip int) []float64 
 }
 
 func clamp01(v float64) float64 { return min(max(v, 0), 1) }
+
+// ComparedHeadroom is one compared scrape: kneewatch's headroom and the
+// true one, both clamped to [0, 1] as headroomError compares them.
+type ComparedHeadroom struct{ Inferred, Truth float64 }
+
+// comparedHeadrooms are the scrapes headroomErrors compares, in time order.
+func comparedHeadrooms(inferred []float64, truth []TruthPoint, skip int) []ComparedHeadroom {
+	var out []ComparedHeadroom
+	for i := skip; i < len(truth) && i < len(inferred); i++ {
+		if knee.Known(inferred[i]) {
+			out = append(out, ComparedHeadroom{Inferred: clamp01(inferred[i]), Truth: clamp01(truth[i].Headroom)})
+		}
+	}
+	return out
+}
+
+// nearKnee is the true headroom at or under which a scrape counts as near
+// the knee in the direction table: where the page is decided.
+const nearKnee = 0.3
+
+// errorDirection says which way the headroom errors of some scrapes lean.
+// An error reading headroom lower than the truth costs a false page near
+// the knee and nothing far from it; one reading higher costs a late page.
+type errorDirection struct {
+	n, over int // scrapes, and those whose error exceeds headroomGoal
+	// overLow of the over-goal errors read headroom lower than the truth.
+	overLow int
+	// overFar of the over-goal errors were at a true headroom above nearKnee.
+	overFar int
+	// near pools the errors where the true headroom is at most nearKnee,
+	// and nearHigh those of them that read headroom higher than the truth:
+	// the late-page side.
+	near, nearHigh errorStats
+}
+
+func directionOf(results []*ScenarioResult) errorDirection {
+	var d errorDirection
+	var near, nearHigh []float64
+	for _, res := range results {
+		for _, c := range res.HeadroomCompared {
+			d.n++
+			e := c.Inferred - c.Truth
+			if c.Truth <= nearKnee {
+				near = append(near, math.Abs(e))
+				if e > 0 {
+					nearHigh = append(nearHigh, e)
+				}
+			}
+			if math.Abs(e) <= headroomGoal {
+				continue
+			}
+			d.over++
+			if e < 0 {
+				d.overLow++
+			}
+			if c.Truth > nearKnee {
+				d.overFar++
+			}
+		}
+	}
+	d.near, d.nearHigh = statsOf(near), statsOf(nearHigh)
+	return d
+}

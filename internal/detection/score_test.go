@@ -110,6 +110,24 @@ func TestHeadroomErrorTailAndShareWithinTheGoal(t *testing.T) {
 	}
 }
 
+// The direction table splits the errors over the goal by their sign and
+// by where they fell: reading 0.95 as 0.7 far from the knee is a safe-side
+// error no page is decided on; reading 0.1 as 0.3 is a late page.
+func TestErrorDirectionSplitsBySignAndDistanceFromTheKnee(t *testing.T) {
+	truth := []TruthPoint{{At: at(0), Headroom: 0.95}, {At: at(1), Headroom: 0.1}, {At: at(2), Headroom: 0.2},
+		{At: at(3), Headroom: 0.5}, {At: at(4), Headroom: -2}}
+	inferred := []float64{0.7, 0.3, 0.22, nanValue(), -0.5}
+	res := &ScenarioResult{HeadroomCompared: comparedHeadrooms(inferred, truth, 0)}
+	d := directionOf([]*ScenarioResult{res})
+	got := []float64{float64(d.n), float64(d.over), float64(d.overLow), float64(d.overFar), float64(d.near.n), d.near.max, float64(d.nearHigh.n)}
+	// Compared: 4 (the unknown skipped); over 0.1: 0.95→0.7 (low, far) and
+	// 0.1→0.3 (high, near); near the knee: 0.1, 0.2 and the clamped −2 (0),
+	// of which 0.1→0.3 and 0.2→0.22 read high.
+	if diff := cmp.Diff([]float64{4, 2, 1, 1, 3, 0.2, 2}, got, approx); diff != "" {
+		t.Errorf("scrapes, over, low, far, near scrapes, near max, near high (-want +got):\n%s", diff)
+	}
+}
+
 // A resweep that found no knee for a deployment leaves its scenarios
 // without the what-if; the report says how many and still writes the
 // rest, rather than failing on the missing profile.

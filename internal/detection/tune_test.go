@@ -200,7 +200,9 @@ func TestTunePageVariants(t *testing.T) {
 	for _, f := range suiteFamilies {
 		if rs := rep.familyResults(f.name); len(rs) > 0 {
 			e := pooledErrors(rs)
-			fmt.Printf("headroom error %-14s mean %.3f p95 %.3f max %.3f", f.name, e.mean, e.p95, e.max)
+			d := directionOf(rs)
+			fmt.Printf("headroom error %-14s mean %.3f p95 %.3f max %.3f; over %.1f: %d of %d, %s read low, %s far; near the knee p95 %.3f (read high: %d, p95 %.3f)",
+				f.name, e.mean, e.p95, e.max, headroomGoal, d.over, d.n, pct(share(d.overLow, d.over)), pct(share(d.overFar, d.over)), d.near.p95, d.nearHigh.n, d.nearHigh.p95)
 			if resweepSeed != 0 {
 				r := pooledResweepErrors(rs)
 				fmt.Printf("; given an independent sweep: mean %.3f p95 %.3f max %.3f", r.mean, r.p95, r.max)
