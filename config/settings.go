@@ -63,6 +63,11 @@ type Settings struct {
 	// every instance must be given the same number. --total-shards,
 	// KNEEWATCH_TOTAL_SHARDS. Default 1 (no sharding).
 	TotalShards Count
+	// AutoGoMemLimitRatio is the share of the container's memory limit
+	// (its cgroup's) set as the Go runtime's soft memory limit, unless
+	// GOMEMLIMIT is set; 0 turns it off. --auto-gomemlimit.ratio,
+	// KNEEWATCH_AUTO_GOMEMLIMIT_RATIO. Default 0.9, as Prometheus's.
+	AutoGoMemLimitRatio Ratio
 
 	// origin says where each setting came from, by flag name, for errors.
 	origin map[string]string
@@ -95,6 +100,7 @@ func settingsTable() []setting {
 		{"evaluation.window", "Window", "1m", "span of rates and quantiles (at least two evaluation intervals)", "KNEEWATCH_WINDOW"},
 		{"shard", "Shard", "0", "this instance's shard, 0 to total-shards minus 1: it watches only the replicas hashed to it", ""},
 		{"total-shards", "TotalShards", "1", "how many kneewatch instances split the replicas (the same on every instance)", ""},
+		{"auto-gomemlimit.ratio", "AutoGoMemLimitRatio", "0.9", "share of the container's memory limit set as the Go runtime's memory limit unless GOMEMLIMIT is set; 0: off", ""},
 	}
 }
 
@@ -271,6 +277,9 @@ func (s Settings) Validate() error {
 		p.Add(s.source("total-shards"), "must be at least 1, got %d", s.TotalShards)
 	} else if s.Shard < 0 || s.Shard >= s.TotalShards {
 		p.Add(s.source("shard"), "%d is not a shard of %d (want 0 to %d, from %s)", s.Shard, s.TotalShards, s.TotalShards-1, s.source("total-shards"))
+	}
+	if r := float64(s.AutoGoMemLimitRatio); !(r >= 0 && r <= 1) {
+		p.Add(s.source("auto-gomemlimit.ratio"), "must be in [0, 1] (0 turns it off), got %s", s.AutoGoMemLimitRatio)
 	}
 	if s.ConfigFile == "" {
 		p.Add(s.source("config.file"), "empty: name the kneewatch config file")

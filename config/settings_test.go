@@ -32,14 +32,15 @@ func clearSettingsEnv(t *testing.T) {
 
 func TestDefaultSettings(t *testing.T) {
 	want := Settings{
-		ListenAddress:      ":9847",
-		LogLevel:           "info",
-		LogFormat:          "logfmt",
-		EvaluationInterval: Duration(5 * time.Second),
-		Window:             Duration(time.Minute),
-		ConfigFile:         "kneewatch.yml",
-		Shard:              0,
-		TotalShards:        1,
+		ListenAddress:       ":9847",
+		LogLevel:            "info",
+		LogFormat:           "logfmt",
+		EvaluationInterval:  Duration(5 * time.Second),
+		Window:              Duration(time.Minute),
+		ConfigFile:          "kneewatch.yml",
+		Shard:               0,
+		TotalShards:         1,
+		AutoGoMemLimitRatio: 0.9,
 	}
 	if diff := cmp.Diff(want, DefaultSettings(), ignoreOrigin); diff != "" {
 		t.Errorf("DefaultSettings() (-want +got):\n%s", diff)
@@ -65,20 +66,22 @@ func TestEnvironmentOverridesDefaults(t *testing.T) {
 	t.Setenv("KNEEWATCH_WEB_CONFIG_FILE", filepath.Join("testdata", "web-config.yml"))
 	t.Setenv("KNEEWATCH_SHARD", "2")
 	t.Setenv("KNEEWATCH_TOTAL_SHARDS", "3")
+	t.Setenv("KNEEWATCH_AUTO_GOMEMLIMIT_RATIO", "0.8")
 	got, err := LoadSettings(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Settings{
-		ListenAddress:      "127.0.0.1:19847",
-		LogLevel:           "debug",
-		LogFormat:          "json",
-		EvaluationInterval: Duration(10 * time.Second),
-		Window:             Duration(5 * time.Minute),
-		ConfigFile:         "/etc/kneewatch/kneewatch.yml",
-		WebConfigFile:      filepath.Join("testdata", "web-config.yml"),
-		Shard:              2,
-		TotalShards:        3,
+		ListenAddress:       "127.0.0.1:19847",
+		LogLevel:            "debug",
+		LogFormat:           "json",
+		EvaluationInterval:  Duration(10 * time.Second),
+		Window:              Duration(5 * time.Minute),
+		ConfigFile:          "/etc/kneewatch/kneewatch.yml",
+		WebConfigFile:       filepath.Join("testdata", "web-config.yml"),
+		Shard:               2,
+		TotalShards:         3,
+		AutoGoMemLimitRatio: 0.8,
 	}
 	if diff := cmp.Diff(want, got, ignoreOrigin); diff != "" {
 		t.Errorf("settings from environment (-want +got):\n%s", diff)
@@ -132,7 +135,7 @@ func TestRegisterFlagsShowsDefaultsAndEnvironment(t *testing.T) {
 	}
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-	want := []string{"config.file", "evaluation.interval", "evaluation.window", "log.format", "log.level", "shard", "total-shards", "web.config.file", "web.listen-address"}
+	want := []string{"auto-gomemlimit.ratio", "config.file", "evaluation.interval", "evaluation.window", "log.format", "log.level", "shard", "total-shards", "web.config.file", "web.listen-address"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("flags (-want +got):\n%s", diff)
 	}
@@ -190,6 +193,12 @@ func TestBadSettingsNameWhereTheyCameFrom(t *testing.T) {
 		{"a negative shard is refused",
 			nil, map[string]string{"shard": "-1"},
 			`--shard: -1 is not a shard of 1 (want 0 to 0, from --total-shards / KNEEWATCH_TOTAL_SHARDS)`},
+		{"a memory limit ratio that is not a number names the variable",
+			map[string]string{"KNEEWATCH_AUTO_GOMEMLIMIT_RATIO": "90%"}, nil,
+			`KNEEWATCH_AUTO_GOMEMLIMIT_RATIO: "90%" is not a number`},
+		{"a memory limit ratio past the whole limit is refused",
+			nil, map[string]string{"auto-gomemlimit.ratio": "1.5"},
+			`--auto-gomemlimit.ratio: must be in [0, 1] (0 turns it off), got 1.5`},
 		{"a flag that is not a setting is refused",
 			nil, map[string]string{"config.check": "true"},
 			`--config.check is not a settings flag`},
@@ -271,15 +280,16 @@ func TestLoadSettingsFromAnyEnvironment(t *testing.T) {
 func TestEveryFlagHasTheEnvironmentVariableNamedAfterIt(t *testing.T) {
 	// A value per flag that differs from its default and passes validation.
 	values := map[string]string{
-		"web.listen-address":  "127.0.0.1:19847",
-		"web.config.file":     filepath.Join("testdata", "web-config.yml"),
-		"config.file":         "/etc/kneewatch/kneewatch.yml",
-		"log.level":           "debug",
-		"log.format":          "json",
-		"evaluation.interval": "10s",
-		"evaluation.window":   "5m",
-		"shard":               "1",
-		"total-shards":        "2",
+		"web.listen-address":    "127.0.0.1:19847",
+		"web.config.file":       filepath.Join("testdata", "web-config.yml"),
+		"config.file":           "/etc/kneewatch/kneewatch.yml",
+		"log.level":             "debug",
+		"log.format":            "json",
+		"evaluation.interval":   "10s",
+		"evaluation.window":     "5m",
+		"shard":                 "1",
+		"total-shards":          "2",
+		"auto-gomemlimit.ratio": "0.5",
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	RegisterFlags(fs)

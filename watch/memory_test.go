@@ -68,7 +68,7 @@ func peakRSS(t *testing.T, reset bool) int64 {
 // measured in CI.)
 //
 // The collector runs under a memory limit of the bound over the baseline,
-// as an operator sets GOMEMLIMIT below a pod's memory limit: without one,
+// as `kneewatch serve` sets one below its pod's memory limit (--auto-gomemlimit.ratio): without one,
 // the pacing alone decides how much garbage is left when the peak is read.
 // Run after the rest of the package (a baseline of 54 MiB against 27 alone),
 // a CI run on 2026-12-04 read a first-round peak of 162 MiB, over the bound

@@ -10,6 +10,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
@@ -67,6 +68,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "# %s is valid: %d targets, %d profiles\n%s", settings.ConfigFile, len(cfg.Targets), len(cfg.Profiles), cfg)
 		return nil
 	}
+	applyMemoryLimit(logger, float64(settings.AutoGoMemLimitRatio), memlimit.FromCgroup)
 	assign, err := shard.New(int(settings.Shard), int(settings.TotalShards))
 	if err != nil {
 		return err
