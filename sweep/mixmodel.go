@@ -38,21 +38,14 @@ func (cfg *Config) withMixModel(ctx context.Context, out *Outcome) error {
 			return fmt.Errorf("mix scale %s: %w", s, err)
 		}
 		sub := *cfg
-		sub.Workload, sub.MixScales, sub.Speeds = gen, nil, nil
+		sub.Workload = gen
 		log.Info("measuring the knee at a scaled mix", "mix_scale", s.String(),
 			"mean_prompt_tokens", gen.Info().MeanPromptTokens, "mean_output_tokens", gen.Info().MeanOutputTokens)
-		res, err := Run(ctx, sub)
-		switch {
-		case ctx.Err() != nil || errors.Is(err, ErrInterrupted):
-			out.Interrupted = true
-			return fmt.Errorf("%w: during the knee at mix scale %s; the profile has no mix model", ErrInterrupted, s)
-		case errors.Is(err, ErrSLOUnreachable) || errors.Is(err, ErrPoissonUnreachable):
-			log.Warn("the mix model leaves out a mix whose SLO cannot be met", "mix_scale", s.String(), "err", err)
-			continue
-		case err != nil:
+		res, ok, err := modelKnee(ctx, sub, out, "mix", "mix_scale", s.String())
+		if err != nil {
 			return fmt.Errorf("mix scale %s: %w", s, err)
-		case res.kneeOnlyALowerBound():
-			log.Warn("the mix model leaves out a mix whose knee lies beyond --max-concurrency", "mix_scale", s.String())
+		}
+		if !ok {
 			continue
 		}
 		pt, err := knee.MixPointOf(res.Profile, s)
@@ -74,6 +67,33 @@ func (cfg *Config) withMixModel(ctx context.Context, out *Outcome) error {
 	out.Profile = &withModel
 	out.Finished = cfg.Clock()
 	return nil
+}
+
+// modelKnee runs the whole search again for a model's variant (sub: the
+// config with another SLO or workload), and says whether its knee counts
+// toward the model: a variant whose SLO cannot be met at all, or whose knee
+// is only a lower bound, is left out with a warning naming the model and
+// the variant (variant: log attributes). An interruption marks out
+// interrupted and returns ErrInterrupted: the profile then stays without
+// the model. Both models' reruns share this rule.
+func modelKnee(ctx context.Context, sub Config, out *Outcome, model string, variant ...any) (*Outcome, bool, error) {
+	sub.MixScales, sub.Speeds = nil, nil
+	log := sub.Logger
+	res, err := Run(ctx, sub)
+	switch {
+	case ctx.Err() != nil || errors.Is(err, ErrInterrupted):
+		out.Interrupted = true
+		return nil, false, fmt.Errorf("%w: during a knee of the %s model; the profile has no %s model", ErrInterrupted, model, model)
+	case errors.Is(err, ErrSLOUnreachable) || errors.Is(err, ErrPoissonUnreachable):
+		log.Warn("the "+model+" model leaves out a variant whose SLO cannot be met", append(variant, "err", err)...)
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	case res.kneeOnlyALowerBound():
+		log.Warn("the "+model+" model leaves out a variant whose knee lies beyond --max-concurrency", variant...)
+		return nil, false, nil
+	}
+	return res, true, nil
 }
 
 // kneeOnlyALowerBound reports whether the outcome's knee is only a lower

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/kneewatch/kneewatch/knee"
@@ -25,21 +24,13 @@ func (cfg *Config) withSpeedModel(ctx context.Context, out *Outcome) error {
 	for _, e := range cfg.Speeds {
 		sub := *cfg
 		sub.SLO = knee.SLOAtSpeed(cfg.SLO, e)
-		sub.MixScales, sub.Speeds = nil, nil
 		log.Info("measuring the knee for a slower GPU: the SLO's thresholds × its speed", "speed", e,
 			"ttft", sub.SLO.TTFT, "tpot", sub.SLO.TPOT)
-		res, err := Run(ctx, sub)
-		switch {
-		case ctx.Err() != nil || errors.Is(err, ErrInterrupted):
-			out.Interrupted = true
-			return fmt.Errorf("%w: during the knee at speed %g; the profile has no speed model", ErrInterrupted, e)
-		case errors.Is(err, ErrSLOUnreachable) || errors.Is(err, ErrPoissonUnreachable):
-			log.Warn("the speed model leaves out a speed at which the SLO cannot be met", "speed", e, "err", err)
-			continue
-		case err != nil:
+		res, ok, err := modelKnee(ctx, sub, out, "speed", "speed", e)
+		if err != nil {
 			return fmt.Errorf("speed %g: %w", e, err)
-		case res.kneeOnlyALowerBound():
-			log.Warn("the speed model leaves out a speed whose knee lies beyond --max-concurrency", "speed", e)
+		}
+		if !ok {
 			continue
 		}
 		pt, err := knee.SpeedPointOf(res.Profile, e)

@@ -20,10 +20,7 @@ var ErrMixModel = errors.New("cannot fit the mix model")
 // all, or whose knee is only a lower bound (see onlyALowerBound), is left
 // out with a warning; the model needs knee.MinMixPoints that remain.
 func withMixModel(ctx context.Context, cfg KneeConfig, p knee.Profile) (knee.Profile, error) {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cfg.logger()
 	own, err := knee.MixPointOf(&p, knee.MixScale{Prompt: 1, Output: 1})
 	if err != nil {
 		return p, err
@@ -38,17 +35,12 @@ func withMixModel(ctx context.Context, cfg KneeConfig, p knee.Profile) (knee.Pro
 			return p, fmt.Errorf("mix scale %s: %w", s, err)
 		}
 		sub := cfg
-		sub.Workload, sub.MixScales, sub.Speeds = gen, nil, nil
-		q, err := FindKnee(ctx, sub)
-		switch {
-		case errors.Is(err, ErrSLOUnreachable) || errors.Is(err, ErrOpenLoopSLOUnreachable):
-			log.Warn("the mix model leaves out a mix whose SLO cannot be met", "mix_scale", s.String(), "err", err)
-			continue
-		case err != nil:
+		sub.Workload = gen
+		q, ok, err := modelKnee(ctx, log, sub, "mix", "mix_scale", s.String())
+		if err != nil {
 			return p, fmt.Errorf("mix scale %s: %w", s, err)
-		case onlyALowerBound(q):
-			log.Warn("the mix model leaves out a mix whose knee lies beyond --max-concurrency", "mix_scale", s.String(),
-				"max_concurrency", cfg.MaxConcurrency)
+		}
+		if !ok {
 			continue
 		}
 		pt, err := knee.MixPointOf(&q, s)
@@ -66,6 +58,36 @@ func withMixModel(ctx context.Context, cfg KneeConfig, p knee.Profile) (knee.Pro
 		return p, fmt.Errorf("the profile with its mix model does not validate: %w", err)
 	}
 	return p, nil
+}
+
+// modelKnee measures the knee again for a model's variant (sub: cfg with
+// another SLO or workload) the same way, and says whether it counts toward
+// the model: a variant whose SLO cannot be met at all, or whose knee is only
+// a lower bound, is left out with a warning naming the model and the
+// variant (variant: log attributes). Both models' reruns share this rule.
+func modelKnee(ctx context.Context, log *slog.Logger, sub KneeConfig, model string, variant ...any) (knee.Profile, bool, error) {
+	sub.MixScales, sub.Speeds = nil, nil
+	q, err := FindKnee(ctx, sub)
+	switch {
+	case errors.Is(err, ErrSLOUnreachable) || errors.Is(err, ErrOpenLoopSLOUnreachable):
+		log.Warn("the "+model+" model leaves out a variant whose SLO cannot be met", append(variant, "err", err)...)
+		return q, false, nil
+	case err != nil:
+		return q, false, err
+	case onlyALowerBound(q):
+		log.Warn("the "+model+" model leaves out a variant whose knee lies beyond --max-concurrency",
+			append(variant, "max_concurrency", sub.MaxConcurrency)...)
+		return q, false, nil
+	}
+	return q, true, nil
+}
+
+// logger is cfg.Logger, or one that discards.
+func (cfg KneeConfig) logger() *slog.Logger {
+	if cfg.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return cfg.Logger
 }
 
 // onlyALowerBound reports whether q's knee is only a lower bound of the

@@ -2,9 +2,7 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/kneewatch/kneewatch/knee"
 )
@@ -16,25 +14,16 @@ import (
 // whose knee is only a lower bound, is left out with a warning; with none
 // left the profile has no speed model.
 func withSpeedModel(ctx context.Context, cfg KneeConfig, p knee.Profile) (knee.Profile, error) {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cfg.logger()
 	var points []knee.SpeedPoint
 	for _, e := range cfg.Speeds {
 		sub := cfg
 		sub.SLO = knee.SLOAtSpeed(cfg.SLO, e)
-		sub.MixScales, sub.Speeds = nil, nil
-		q, err := FindKnee(ctx, sub)
-		switch {
-		case errors.Is(err, ErrSLOUnreachable) || errors.Is(err, ErrOpenLoopSLOUnreachable):
-			log.Warn("the speed model leaves out a speed at which the SLO cannot be met", "speed", e, "err", err)
-			continue
-		case err != nil:
+		q, ok, err := modelKnee(ctx, log, sub, "speed", "speed", e)
+		if err != nil {
 			return p, fmt.Errorf("speed %g: %w", e, err)
-		case onlyALowerBound(q):
-			log.Warn("the speed model leaves out a speed whose knee lies beyond --max-concurrency", "speed", e,
-				"max_concurrency", cfg.MaxConcurrency)
+		}
+		if !ok {
 			continue
 		}
 		pt, err := knee.SpeedPointOf(&q, e)
