@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"runtime/debug"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 )
@@ -27,13 +28,17 @@ func applyMemoryLimit(logger *slog.Logger, ratio float64, provider memlimit.Prov
 		logger.Info("GOMEMLIMIT is set; the container's memory limit is not read", "GOMEMLIMIT", v)
 		return
 	}
-	limit, err := memlimit.Set(memlimit.WithRatio(ratio), memlimit.WithProvider(provider))
+	// The library's Set would also read its own AUTOMEMLIMIT variable,
+	// which would override the ratio: kneewatch's settings come from its
+	// flags and KNEEWATCH_* variables, so the limit is read and set here.
+	limit, err := memlimit.ApplyRatio(provider, ratio)()
 	switch {
-	case errors.Is(err, memlimit.ErrNoLimit) || (err == nil && limit == math.MaxInt64):
+	case errors.Is(err, memlimit.ErrNoLimit) || (err == nil && limit >= math.MaxInt64):
 		logger.Debug("the container's memory is not limited; the Go memory limit is left unset")
 	case err != nil:
 		logger.Debug("no container memory limit was found; the Go memory limit is left unset", "err", err)
 	default:
+		debug.SetMemoryLimit(int64(limit))
 		logger.Info("Go memory limit set from the container's", "limit_bytes", limit, "ratio", ratio)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"os"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -30,13 +29,13 @@ func TestTheGoMemoryLimitFollowsTheContainers(t *testing.T) {
 		{"GOMEMLIMIT set by the operator wins", 0.9, "300MiB", memlimit.Limit(gib), math.MaxInt64, "GOMEMLIMIT is set"},
 		{"ratio 0 turns it off", 0, "", memlimit.Limit(gib), math.MaxInt64, "is off"},
 		{"no cgroup (a laptop)", 0.9, "", func() (uint64, error) { return 0, errors.New("cgroups is not supported on this system") }, math.MaxInt64, "no container memory limit was found"},
+		{"the library's own AUTOMEMLIMIT does not override the setting", 0.5, "", memlimit.Limit(gib), gib / 2, "ratio=0.5"},
 		{"an unlimited cgroup", 0.9, "", func() (uint64, error) { return 0, memlimit.ErrNoLimit }, math.MaxInt64, "not limited"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			debug.SetMemoryLimit(math.MaxInt64)
 			t.Setenv("GOMEMLIMIT", tc.env)
-			t.Setenv("AUTOMEMLIMIT", "") // restored after the test
-			os.Unsetenv("AUTOMEMLIMIT")
+			t.Setenv("AUTOMEMLIMIT", "off") // kneewatch's settings alone decide
 			var logs bytes.Buffer
 			applyMemoryLimit(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), tc.ratio, tc.provider)
 			if got := debug.SetMemoryLimit(-1); got != tc.want {
