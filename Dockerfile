@@ -23,6 +23,8 @@ RUN CGO_ENABLED=0 go build -trimpath \
         -X github.com/prometheus/common/version.Revision=${REVISION}" \
       -o /out/kneewatch ./cmd/kneewatch \
  && /out/kneewatch version
+# The license files of every module the binary links, as `make image` ships them.
+RUN go run ./cmd/kneewatch-release licenses --binary linux/amd64=/out/kneewatch --out /out/third_party
 
 # distroless/static: CA certificates, tzdata and /etc/passwd with the
 # "nonroot" user (65532); no shell, no package manager.
@@ -36,6 +38,7 @@ LABEL org.opencontainers.image.source="https://github.com/kneewatch/kneewatch" \
       org.opencontainers.image.title="kneewatch"
 COPY --from=build /out/kneewatch /usr/local/bin/kneewatch
 COPY LICENSE NOTICE /usr/share/doc/kneewatch/
+COPY --from=build /out/third_party /usr/share/doc/kneewatch/third_party/
 USER 65532:65532
 EXPOSE 9847
 ENTRYPOINT ["/usr/local/bin/kneewatch"]

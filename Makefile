@@ -73,6 +73,7 @@ image:
 	done
 	$(GO) run ./cmd/kneewatch-release image --version-file VERSION --revision "$(REVISION)" \
 	  --created $(SOURCE_DATE_EPOCH) --chart deploy/helm/kneewatch --license-file LICENSE --notice-file NOTICE --out $(IMAGE_DIR) \
+	  --module-cache "$$($(GO) env GOMODCACHE)" \
 	  $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(call platform_bin,$(p)))
 
 TOOL_NAMES := promtool prometheus alertmanager helm kubeconform kube-apiserver etcd actionlint goreleaser

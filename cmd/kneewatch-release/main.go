@@ -11,9 +11,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go/build"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,15 +42,17 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("want a command: image or push")
+		return errors.New("want a command: image, push or licenses")
 	}
 	switch args[0] {
 	case "image":
 		return runImage(ctx, args[1:], stdout, stderr)
 	case "push":
 		return runPush(ctx, args[1:], stdout, stderr)
+	case "licenses":
+		return runLicenses(args[1:], stdout, stderr)
 	default:
-		return fmt.Errorf("unknown command %q: want image or push", args[0])
+		return fmt.Errorf("unknown command %q: want image, push or licenses", args[0])
 	}
 }
 
@@ -81,6 +85,8 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	zoneinfo := fs.String("zoneinfo", "/usr/share/zoneinfo", "time zone database directory (Debian's tzdata)")
 	licenseFile := fs.String("license-file", "LICENSE", "the repository's license text: its SPDX identifier labels the image, and it is copied in")
 	noticeFile := fs.String("notice-file", "NOTICE", "the repository's NOTICE, copied in beside the license (empty: none)")
+	moduleCache := fs.String("module-cache", defaultModuleCache(), "Go module cache the binaries were built from: each linked module's license\n"+
+		"files are copied from it into the image under "+release.ThirdPartyDir+" (default: go env GOMODCACHE)")
 	out := fs.String("out", "dist/image", "OCI layout directory to write")
 	var bins binaries
 	fs.Var(&bins, "binary", "OS/ARCH=PATH of a static kneewatch binary (repeat per platform)")
@@ -103,13 +109,14 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	opts := release.Options{
-		License:  license,
-		Version:  version,
-		Revision: *revision,
-		Created:  time.Unix(*created, 0),
-		Chart:    chart,
-		Base:     release.BaseFiles{CACerts: *caCerts, Zoneinfo: *zoneinfo},
-		Binaries: bins,
+		License:     license,
+		Version:     version,
+		Revision:    *revision,
+		Created:     time.Unix(*created, 0),
+		Chart:       chart,
+		Base:        release.BaseFiles{CACerts: *caCerts, Zoneinfo: *zoneinfo},
+		Binaries:    bins,
+		ModuleCache: *moduleCache,
 	}
 	idx, err := release.Build(ctx, opts)
 	if err != nil {
@@ -200,4 +207,46 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "pushed %s\n%s\n", ref, digest)
 	return printPlatforms(stdout, idx)
+}
+
+// defaultModuleCache is where `go build` keeps modules when GOMODCACHE is
+// not set: the first GOPATH entry's pkg/mod.
+func defaultModuleCache() string {
+	if c := os.Getenv("GOMODCACHE"); c != "" {
+		return c
+	}
+	gopath := filepath.SplitList(build.Default.GOPATH)
+	if len(gopath) == 0 {
+		return ""
+	}
+	return filepath.Join(gopath[0], "pkg", "mod")
+}
+
+// runLicenses writes the license files of every module linked into the
+// binaries to a directory, laid out as the image's third-party licenses:
+// the Dockerfile's build stage runs it so its image carries them too.
+func runLicenses(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("licenses", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	moduleCache := fs.String("module-cache", defaultModuleCache(), "Go module cache the binaries were built from (default: go env GOMODCACHE)")
+	out := fs.String("out", "", "directory to write the licenses to, laid out as "+release.ThirdPartyDir)
+	var bins binaries
+	fs.Var(&bins, "binary", "OS/ARCH=PATH of a kneewatch binary (repeat per platform)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	case *out == "":
+		return errors.New("--out: name the directory to write the licenses to")
+	case len(bins) == 0:
+		return errors.New("--binary: name at least one binary whose modules' licenses to write")
+	}
+	n, err := release.WriteThirdPartyLicenses(bins, *moduleCache, *out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s\t%d license files\n", *out, n)
+	return nil
 }

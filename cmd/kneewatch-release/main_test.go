@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,8 +71,12 @@ func TestUsageErrorsSayWhatIsWrong(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no command", nil, "want a command: image or push"},
-		{"an unknown command", []string{"build"}, `unknown command "build": want image or push`},
+		{"no command", nil, "want a command: image, push or licenses"},
+		{"an unknown command", []string{"build"}, `unknown command "build": want image, push or licenses`},
+		{"licenses without --out", []string{"licenses", "--binary", "linux/amd64=" + os.Args[0]}, "--out: name the directory"},
+		{"licenses without a binary", []string{"licenses", "--out", dir}, "--binary: name at least one binary"},
+		{"licenses from a module cache that is not there", []string{"licenses", "--binary", "linux/amd64=" + os.Args[0], "--out", dir, "--module-cache", filepath.Join(dir, "no-cache")},
+			"module "},
 		{"a --binary without a path", []string{"image", "--binary", "linux/amd64"}, `invalid value "linux/amd64" for flag -binary: "linux/amd64" is not OS/ARCH=PATH`},
 		{"a missing VERSION file", []string{"image", "--version-file", filepath.Join(dir, "VERSION")}, "open " + filepath.Join(dir, "VERSION") + ": no such file or directory"},
 		{"a missing LICENSE", []string{"image", "--version-file", "../../VERSION", "--chart", "../../deploy/helm/kneewatch", "--license-file", filepath.Join(dir, "LICENSE")},
@@ -85,6 +90,37 @@ func TestUsageErrorsSayWhatIsWrong(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The licenses command reads a real binary's build info (this test's own)
+// and the real module cache it was built from, and writes a license of
+// every module the binary links.
+func TestLicensesWritesALicenseOfEveryLinkedModule(t *testing.T) {
+	out := t.TempDir()
+	var stdout strings.Builder
+	if err := run(context.Background(), []string{"licenses", "--binary", "linux/amd64=" + os.Args[0], "--out", out}, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	mods, err := release.LinkedModules([]release.Binary{{Path: os.Args[0]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mods) < 5 {
+		t.Fatalf("the test binary links %d modules; its build info should list go-containerregistry and more", len(mods))
+	}
+	for _, m := range mods {
+		entries, err := os.ReadDir(filepath.Join(out, filepath.FromSlash(m.Path)))
+		files := 0
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				files++
+			}
+		}
+		if err != nil || files == 0 {
+			t.Errorf("no license written for %s@%s (%v)", m.Path, m.Version, err)
+		}
+	}
+	t.Logf("%s (%d modules)", strings.TrimSpace(stdout.String()), len(mods))
 }
 
 func TestImageNamesTheBaseLayerAndTheHostPackagesItCameFrom(t *testing.T) {

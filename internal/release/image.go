@@ -74,6 +74,10 @@ type Options struct {
 	License License
 	// Binaries are the images' binaries, one per platform, in index order.
 	Binaries []Binary
+	// ModuleCache is the Go module cache the binaries were built from:
+	// every linked module's license files are copied from it under
+	// ThirdPartyDir. Empty leaves them out (tests of the image's layout).
+	ModuleCache string
 }
 
 // Labels are the image's org.opencontainers.image.* labels.
@@ -107,6 +111,13 @@ func Build(ctx context.Context, o Options) (v1.ImageIndex, error) {
 		return nil, err
 	}
 	base = append(base, licenses...)
+	if o.ModuleCache != "" {
+		third, err := thirdPartyEntries(o.Binaries, o.ModuleCache)
+		if err != nil {
+			return nil, err
+		}
+		base = append(base, third...)
+	}
 	baseLayer, err := layer(base, created)
 	if err != nil {
 		return nil, err

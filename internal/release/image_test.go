@@ -168,6 +168,7 @@ func TestReleasedImage(t *testing.T) {
 		}
 	}
 	bin := filepath.Join(fsDir, BinaryPath)
+	checkThirdPartyLicenses(t, fsDir, bin)
 	cmd := exec.Command(bin, "version")
 	cmd.Env = []string{}
 	out, err := cmd.CombinedOutput()
@@ -384,4 +385,33 @@ func checkBaseFiles(t *testing.T, dir string) {
 	if err != nil {
 		t.Errorf("the image's time zone database has no Europe/Berlin: %v", err)
 	}
+}
+
+// checkThirdPartyLicenses reads the modules linked into the image's own
+// binary and wants a license file of each under ThirdPartyDir.
+func checkThirdPartyLicenses(t *testing.T, fsDir, bin string) {
+	t.Helper()
+	mods, err := LinkedModules([]Binary{{Path: bin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mods) == 0 {
+		t.Fatalf("%s links no modules: its build info is gone", bin)
+	}
+	files := 0
+	for _, m := range mods {
+		dir := filepath.Join(fsDir, filepath.FromSlash(ThirdPartyDir), filepath.FromSlash(m.Path))
+		entries, err := os.ReadDir(dir)
+		n := 0
+		for _, e := range entries {
+			if e.Type().IsRegular() && licenseFileName.MatchString(e.Name()) {
+				n++
+			}
+		}
+		if err != nil || n == 0 {
+			t.Errorf("the image carries no license of %s@%s, which its binary links (%v)", m.Path, m.Version, err)
+		}
+		files += n
+	}
+	t.Logf("third-party licenses: %d files for the %d modules the binary links", files, len(mods))
 }

@@ -200,6 +200,7 @@ func TestDockerfileBuildsTheSameImage(t *testing.T) {
 		LabelVersion + `="${VERSION}"`,
 		LabelLicenses + `="` + license.SPDX + `"`,
 		"COPY LICENSE NOTICE " + LicenseDir + "/",
+		"COPY --from=build /out/third_party " + ThirdPartyDir + "/",
 		LabelTitle + `="kneewatch"`,
 	} {
 		if !strings.Contains(final, want) {
@@ -217,6 +218,9 @@ func TestDockerfileBuildsTheSameImage(t *testing.T) {
 	}
 	if err := yaml.Unmarshal(raw, &values); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(text, "RUN go run ./cmd/kneewatch-release licenses --binary linux/amd64=/out/kneewatch --out /out/third_party") {
+		t.Errorf("the Dockerfile's build stage does not write the third-party licenses the final stage copies")
 	}
 	if !strings.Contains(text, "-t "+values.Image.Repository+":") {
 		t.Errorf("the Dockerfile's build command does not tag the chart's repository %s", values.Image.Repository)
