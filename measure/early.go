@@ -23,11 +23,11 @@ import (
 //   - Screening stops a level of the doubling phase as provisionally good
 //     after its screening window (ScreenWindow) of requests whose SLO
 //     quantile is within ScreenMargin of the thresholds, with none failed.
-//     No test at that
-//     size can confirm a p99, so the verdict is provisional: it rests on
-//     monotonicity (latency does not fall as concurrency rises) and a higher
-//     level meeting the SLO in full, and the search measures a screened level
-//     in full before a knee may rest on it (see Search).
+//     No test at that size can confirm a p99, so the verdict is
+//     provisional: it rests on monotonicity (latency does not fall as
+//     concurrency rises) and a higher level meeting the SLO in full, and the
+//     search measures a screened level in full before a knee may rest on it
+//     (see Search).
 //
 // The zero Early stops nothing early.
 type Early struct {
@@ -105,9 +105,8 @@ const (
 
 // Tally counts a level's window as it fills and applies Early's rules.
 type Tally struct {
-	early     Early
-	slo       knee.SLO
-	mayScreen bool
+	early Early
+	slo   knee.SLO
 
 	screen                     int      // the screening window, 0 when the level may not screen
 	samples                    []Sample // the first screen requests, for screening
@@ -125,8 +124,8 @@ func (e Early) Start(slo knee.SLO, c int, mayScreen bool) *Tally {
 	if e.MinRequests == 0 {
 		e.MinRequests = 20
 	}
-	t := &Tally{early: e, slo: slo, mayScreen: mayScreen && e.ScreenRequests > 0}
-	if t.mayScreen {
+	t := &Tally{early: e, slo: slo}
+	if mayScreen && e.ScreenRequests > 0 {
 		t.screen = e.ScreenWindow(c)
 	}
 	return t
@@ -154,13 +153,13 @@ func (t *Tally) Add(s Sample) Verdict {
 			}
 		}
 	}
-	if t.mayScreen && len(t.samples) < t.screen {
+	if len(t.samples) < t.screen {
 		t.samples = append(t.samples, s)
 	}
 	if t.n >= t.early.MinRequests && t.breaks() {
 		return t.verdict
 	}
-	if t.mayScreen && t.n == t.screen && t.failed == 0 {
+	if t.screen > 0 && t.n == t.screen && t.failed == 0 {
 		if m := Summarize(t.samples, 0, 0, t.slo).Margin; m <= t.early.ScreenMargin {
 			t.verdict = Screened
 			t.reason = fmt.Sprintf("screened after %d requests: their %s latency is at most %.2f of the SLO (under %.2f); the good verdict rests on a higher level meeting the SLO in full",

@@ -171,11 +171,10 @@ func headroomError(inferred []float64, truth []TruthPoint, skip int) HeadroomErr
 
 // headroomErrors are the errors headroomError summarizes, in time order.
 func headroomErrors(inferred []float64, truth []TruthPoint, skip int) []float64 {
-	var errs []float64
-	for i := skip; i < len(truth) && i < len(inferred); i++ {
-		if knee.Known(inferred[i]) {
-			errs = append(errs, math.Abs(clamp01(inferred[i])-clamp01(truth[i].Headroom)))
-		}
+	compared := comparedHeadrooms(inferred, truth, skip)
+	errs := make([]float64, 0, len(compared))
+	for _, c := range compared {
+		errs = append(errs, math.Abs(c.Inferred-c.Truth))
 	}
 	return errs
 }

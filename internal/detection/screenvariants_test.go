@@ -8,7 +8,6 @@ import (
 
 	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/measure"
-	"github.com/kneewatch/kneewatch/sweep"
 	"github.com/kneewatch/kneewatch/workload"
 )
 
@@ -41,37 +40,24 @@ func TestSweepScreenVariants(t *testing.T) {
 		if sweepTimeHalf(d) != half {
 			continue
 		}
-		slo, err := deriveSLO(ctx, d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := sim.LoadPreset(d.Preset)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gen, err := workload.Resolve(d.Workload, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		truth, err := sim.FindKnee(ctx, sim.KneeConfig{Engine: sim.Config{Preset: p}, Workload: gen, SLO: slo, Seed: 1, MaxConcurrency: sweep.DefaultMaxConcurrency})
-		if err != nil {
-			t.Logf("%s/%s %s: no true knee (%v); skipped", d.Preset, d.Workload, d.Tightness, err)
+		dep, ok := loadSweepDeployment(t, ctx, d)
+		if !ok {
 			continue
 		}
 		n++
 		for i, v := range variants {
 			e := measure.DefaultEarly
 			e.ScreenPerWorker, e.ScreenMinRequests, e.ScreenMargin = v.perWorker, v.min, v.margin
-			r, err := emulateSweep(ctx, p, gen, slo, e)
+			r, err := emulateSweep(ctx, dep.preset, dep.gen, dep.slo, e)
 			if err != nil {
 				t.Fatal(err)
 			}
 			total[i] += r.elapsed
-			if kneeErr(r.knee, truth.Knee.Concurrency) <= 0.1 {
+			if kneeErr(r.knee, dep.truth.Knee.Concurrency) <= 0.1 {
 				within[i]++
 			}
 			t.Logf("%s/%s %s (true knee %v): per worker %d, at least %d, margin %.1f: knee %v in %v",
-				d.Preset, d.Workload, d.Tightness, truth.Knee.Concurrency, v.perWorker, v.min, v.margin, r.knee, r.elapsed.Round(time.Second))
+				d.Preset, d.Workload, d.Tightness, dep.truth.Knee.Concurrency, v.perWorker, v.min, v.margin, r.knee, r.elapsed.Round(time.Second))
 		}
 	}
 	for i, v := range variants {

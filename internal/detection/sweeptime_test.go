@@ -140,29 +140,51 @@ func sweepTimeHalf(d Deployment) string {
 	return "B"
 }
 
+// sweptDeployment is a suite deployment ready to sweep in virtual time,
+// with its true closed-loop knee.
+type sweptDeployment struct {
+	preset sim.Preset
+	gen    *workload.Generator
+	slo    knee.SLO
+	truth  knee.Profile
+}
+
+// loadSweepDeployment resolves d and finds its true knee (sim.FindKnee,
+// seed 1); false, logged, when it has none.
+func loadSweepDeployment(t *testing.T, ctx context.Context, d Deployment) (sweptDeployment, bool) {
+	t.Helper()
+	slo, err := deriveSLO(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sim.LoadPreset(d.Preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := workload.Resolve(d.Workload, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth, err := sim.FindKnee(ctx, sim.KneeConfig{Engine: sim.Config{Preset: p}, Workload: gen, SLO: slo, Seed: 1, MaxConcurrency: sweep.DefaultMaxConcurrency})
+	if err != nil {
+		t.Logf("%s/%s %s: no true knee (%v); skipped", d.Preset, d.Workload, d.Tightness, err)
+		return sweptDeployment{}, false
+	}
+	return sweptDeployment{preset: p, gen: gen, slo: slo, truth: truth}, true
+}
+
 func runSweepTime(t *testing.T, deps []Deployment) []sweepTimeRow {
 	t.Helper()
 	ctx := context.Background()
 	var rows []sweepTimeRow
 	for _, d := range deps {
-		slo, err := deriveSLO(ctx, d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := sim.LoadPreset(d.Preset)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gen, err := workload.Resolve(d.Workload, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		truth, err := sim.FindKnee(ctx, sim.KneeConfig{Engine: sim.Config{Preset: p}, Workload: gen, SLO: slo, Seed: 1, MaxConcurrency: sweep.DefaultMaxConcurrency})
-		if err != nil {
-			t.Logf("%s/%s %s: no true knee (%v); skipped", d.Preset, d.Workload, d.Tightness, err)
+		dep, ok := loadSweepDeployment(t, ctx, d)
+		if !ok {
 			continue
 		}
+		p, gen, slo, truth := dep.preset, dep.gen, dep.slo, dep.truth
 		row := sweepTimeRow{dep: d, half: sweepTimeHalf(d), truth: truth.Knee.Concurrency}
+		var err error
 		if row.fixed, err = emulateSweep(ctx, p, gen, slo, measure.Early{}); err != nil {
 			t.Fatal(err)
 		}
