@@ -188,7 +188,9 @@ func TestEvaluateWithAMixModelIsUnchangedWithinTheNoiseBand(t *testing.T) {
 	}
 }
 
-func TestMixModelNeverExtrapolatesToAHigherKnee(t *testing.T) {
+// Past the heaviest measured mix the model only lowers the knee; lighter
+// than the lightest, it raises the knee's rate by a bounded rise.
+func TestMixModelOutsideTheMeasuredMixes(t *testing.T) {
 	p := loadMix(t)
 	m := p.MixModel
 	_, pHi, _, oHi := m.ranges()
@@ -202,10 +204,54 @@ func TestMixModelNeverExtrapolatesToAHigherKnee(t *testing.T) {
 				f, s.concurrency, s.rate, edge.concurrency, edge.rate)
 		}
 	}
-	// Lighter than any measured: the lightest measured mix's knee.
-	if light := p.mixShiftAt(p0/10, o0/10, Unknown(), mixNoiseBand, mixNoiseBand); light.concurrency != 1 || light.rate != 1 {
-		t.Errorf("a mix 10× lighter than any measured moved the knee: ×%g at ×%g rate, want the lightest measured (×1)",
-			light.concurrency, light.rate)
+	// Lighter than any measured: the knee's rate rises past the lightest
+	// measured mix's, more for lighter requests, and never by more than
+	// maxLighterRise; its concurrency stays the lightest mix's.
+	pLo, _, oLo, _ := m.ranges()
+	pEdge, oEdge := pLo-mixNoiseBand*p0, oLo-mixNoiseBand*o0 // shrunk back exactly onto the lightest mix
+	lightest := p.mixShiftAt(pEdge, oEdge, Unknown(), mixNoiseBand, mixNoiseBand)
+	prev := lightest
+	for _, f := range []float64{2, 10, 1000} {
+		s := p.mixShiftAt(pEdge/f, oEdge/f, Unknown(), mixNoiseBand, mixNoiseBand)
+		if s.concurrency != lightest.concurrency {
+			t.Errorf("%g× lighter than the lightest measured mix: knee ×%g in flight, want the lightest mix's ×%g", f, s.concurrency, lightest.concurrency)
+		}
+		if s.rate < prev.rate {
+			t.Errorf("%g× lighter than the lightest measured mix: knee ×%g at ×%g rate, below ×%g at ×%g for a heavier mix",
+				f, s.concurrency, s.rate, prev.concurrency, prev.rate)
+		}
+		if s.rate > lightest.rate*maxLighterRise*(1+1e-12) {
+			t.Errorf("%g× lighter: knee ×%g at ×%g rate, more than %g× the lightest measured mix's (×%g at ×%g)",
+				f, s.concurrency, s.rate, maxLighterRise, lightest.concurrency, lightest.rate)
+		}
+		prev = s
+	}
+	if !(prev.rate > lightest.rate) {
+		t.Errorf("requests 1000× lighter than the lightest measured mix did not raise the knee's rate (×%g)", prev.rate)
+	}
+}
+
+func TestLighterRiseFollowsARequestsCostAndSaturates(t *testing.T) {
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		name         string
+		q            LogQuadratic
+		lx, lz, want float64
+	}{
+		{"not lighter", LogQuadratic{Prompt: -0.5}, 0, 0, 0},
+		{"prompts halved, half the cost in them", LogQuadratic{Prompt: -0.5}, math.Ln2, 0, -math.Log(0.75)},
+		{"prompts to nothing: the fixed half is left", LogQuadratic{Prompt: -0.5}, inf, 0, math.Ln2},
+		{"a slope read at the edge, not at the profile's mix", LogQuadratic{Prompt: -0.2, PromptSquared: 0.15}, inf, 0, -math.Log(0.5)},
+		{"a knee that falls for lighter outputs is held", LogQuadratic{Output: 0.3}, 0, math.Ln2, 0},
+		{"both to nothing with slopes summing past 1: capped", LogQuadratic{Prompt: -0.8, Output: -0.7}, inf, inf, math.Log(maxLighterRise)},
+	} {
+		xc := 0.0
+		if c.q.PromptSquared != 0 {
+			xc = -1 // gradient -0.2 + 2·0.15·(-1) = -0.5
+		}
+		if got := lighterRise(c.q, xc, 0, c.lx, c.lz); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%s: lighterRise = %g, want %g", c.name, got, c.want)
+		}
 	}
 }
 

@@ -64,11 +64,26 @@ func blendMix(alt, fallback string, share float64) heldOutMix {
 }
 
 // heldOutMixes: longer outputs, longer prompts, both, shorter outputs (all
-// between the measured scales), and blends toward other workload presets.
+// between the measured scales), blends toward other workload presets, and
+// mixes lighter than the lightest measured (prompts, or prompts and
+// outputs, at a quarter; most of the traffic turned chat).
 var heldOutMixes = []heldOutMix{
 	scaledMix(1, 3), scaledMix(3, 1), scaledMix(1.5, 1.5), scaledMix(1, 0.7),
 	blendMix("summarize", "rag", 0.2), blendMix("code", "chat", 0.5),
+	scaledMix(0.25, 1), scaledMix(0.25, 0.25), blendMix("chat", "code", 0.8),
 }
+
+// Kinds of held-out mix, each summarized apart: scaled mixes and blends
+// within the measured range, and mixes lighter than any measured (by the
+// means drawn, whatever the mix's name).
+const (
+	kindScaled = iota
+	kindBlend
+	kindLighter
+	mixKinds
+)
+
+var mixKindNames = [mixKinds]string{"scaled mixes", "blends", "lighter mixes"}
 
 // mixRow is one line of the validation table.
 type mixRow struct {
@@ -79,7 +94,11 @@ type mixRow struct {
 	trueR, modelR, errR float64
 	// The errors of the profile's own knee, not moved: what the model is for.
 	stillC, stillR float64
-	note           string
+	// The errors of the knee held at the lightest measured mix's (the rule
+	// before lighter mixes raised it), for a mix lighter than any measured.
+	heldC, heldR float64
+	kind         int
+	note         string
 }
 
 // TestMixModelPredictsKneesAtMixesItWasNotFittedTo measures, for every
@@ -90,7 +109,7 @@ type mixRow struct {
 // asserts the error bounds measured when the model was chosen.
 func TestMixModelPredictsKneesAtMixesItWasNotFittedTo(t *testing.T) {
 	if testing.Short() {
-		t.Skip("270 Poisson knee searches (about 2 min of CPU on each of 2 cores)")
+		t.Skip("a Poisson knee search for every preset, workload and mix (about 1.5 min on 2 cores)")
 	}
 	// On a busy machine it takes up to 9 minutes: under go test's default
 	// 10-minute timeout it would take the whole package down with it.
@@ -131,37 +150,49 @@ func TestMixModelPredictsKneesAtMixesItWasNotFittedTo(t *testing.T) {
 	fmt.Fprintf(&b, "\n%-22s %-12s %-22s %20s %7s %24s %7s\n", "preset", "workload", "held-out mix",
 		"knee in flight", "", "knee requests/s", "")
 	fmt.Fprintf(&b, "%-22s %-12s %-22s %9s %10s %7s %11s %12s %7s\n", "", "", "", "true", "model", "error", "true", "model", "error")
-	var errs, still [2][2][]float64 // [scaled, blend][concurrency, rate]
+	var errs, still, held [mixKinds][2][]float64 // [kind][concurrency, rate]
+	var high [mixKinds]int                       // lighter mixes whose modelled knee is over 1.3× the true one
 	for _, r := range rows {
 		if r.note != "" {
 			fmt.Fprintf(&b, "%-22s %-12s %-22s %s\n", r.preset, r.workload, r.mix, r.note)
 			continue
 		}
-		fmt.Fprintf(&b, "%-22s %-12s %-22s %9.1f %10.1f %+6.0f%% %11.3g %12.3g %+6.0f%%\n",
+		fmt.Fprintf(&b, "%-22s %-12s %-22s %9.1f %10.1f %+6.0f%% %11.3g %12.3g %+6.0f%%",
 			r.preset, r.workload, r.mix, r.trueC, r.modelC, 100*r.errC, r.trueR, r.modelR, 100*r.errR)
-		kind := 0
-		if strings.HasPrefix(r.mix, "+") {
-			kind = 1
+		if r.kind == kindLighter {
+			fmt.Fprintf(&b, "   lighter than measured; held at the lightest: %+.0f%%, %+.0f%%", 100*r.heldC, 100*r.heldR)
+			held[r.kind][0] = append(held[r.kind][0], math.Abs(r.heldC))
+			held[r.kind][1] = append(held[r.kind][1], math.Abs(r.heldR))
+			if r.errC > 0.3 {
+				high[r.kind]++
+			}
 		}
-		errs[kind][0] = append(errs[kind][0], math.Abs(r.errC))
-		errs[kind][1] = append(errs[kind][1], math.Abs(r.errR))
-		still[kind][0] = append(still[kind][0], math.Abs(r.stillC))
-		still[kind][1] = append(still[kind][1], math.Abs(r.stillR))
+		b.WriteString("\n")
+		errs[r.kind][0] = append(errs[r.kind][0], math.Abs(r.errC))
+		errs[r.kind][1] = append(errs[r.kind][1], math.Abs(r.errR))
+		still[r.kind][0] = append(still[r.kind][0], math.Abs(r.stillC))
+		still[r.kind][1] = append(still[r.kind][1], math.Abs(r.stillR))
 	}
-	for kind, name := range []string{"scaled mixes", "blends"} {
+	for kind, name := range mixKindNames {
 		for q, what := range []string{"knee in flight", "knee rate"} {
 			m, p, x := summary(errs[kind][q])
 			sm, sp, sx := summary(still[kind][q])
-			fmt.Fprintf(&b, "%-12s %-14s n=%d: median |error| %.0f%%, p90 %.0f%%, max %.0f%% (the profile's knee, not moved: %.0f%%, %.0f%%, %.0f%%)\n",
+			fmt.Fprintf(&b, "%-13s %-14s n=%d: median |error| %.0f%%, p90 %.0f%%, max %.0f%% (the profile's knee, not moved: %.0f%%, %.0f%%, %.0f%%",
 				name, what, len(errs[kind][q]), 100*m, 100*p, 100*x, 100*sm, 100*sp, 100*sx)
+			if kind == kindLighter {
+				hm, hp, hx := summary(held[kind][q])
+				fmt.Fprintf(&b, "; held at the lightest measured: %.0f%%, %.0f%%, %.0f%%", 100*hm, 100*hp, 100*hx)
+			}
+			b.WriteString(")\n")
 		}
 	}
+	fmt.Fprintf(&b, "lighter mixes whose modelled knee is over 1.3× the true one: %d of %d\n", high[kindLighter], len(errs[kindLighter][0]))
 	t.Log(b.String())
 
 	// Bounds measured when the model was chosen (see knee.MixModel), with
 	// room for the presets' calibration to move.
-	for kind, name := range []string{"scaled mixes", "blends"} {
-		if n := len(errs[kind][0]); n < 10*(2-kind) {
+	for kind, name := range mixKindNames {
+		if n := len(errs[kind][0]); n < 10 {
 			t.Errorf("%s: only %d compared", name, n)
 		}
 		for q, bound := range mixErrorBounds[kind] {
@@ -181,10 +212,13 @@ const mixValidationNeeds = 15 * time.Minute
 // p90} of |model ÷ true − 1|, indexed [scaled mixes, blends][knee in
 // flight, knee rate]: the figures TestMixModelPredictsKneesAtMixesItWasNotFittedTo
 // printed when the model was chosen, with room for the presets'
-// calibration to move them.
-var mixErrorBounds = [2][2][2]float64{
+// calibration to move them. Lighter mixes (2026-12-04): in flight a median
+// of 25% and p90 62% (the lightest measured mix's knee), the rate 20% and
+// 44% (see knee.lighterRise).
+var mixErrorBounds = [mixKinds][2][2]float64{
 	{{0.3, 1.0}, {0.2, 0.45}},
 	{{0.45, 1.2}, {0.25, 0.6}},
+	{{0.35, 0.8}, {0.3, 0.6}},
 }
 
 // summary is the median, 90th percentile and max of xs.
@@ -249,7 +283,36 @@ func validateMixModel(t *testing.T, presetName, wl string) []mixRow {
 		r.trueR, r.modelR = q.Knee.RequestsPerSecond, res.Knee.RequestsPerSecond
 		r.errC, r.errR = r.modelC/r.trueC-1, r.modelR/r.trueR-1
 		r.stillC, r.stillR = prof.Knee.Concurrency/r.trueC-1, prof.Knee.RequestsPerSecond/r.trueR-1
+		r.kind = kindScaled
+		if strings.HasPrefix(name, "+") {
+			r.kind = kindBlend
+		}
+		if c, rate, lighter := heldAtLightest(prof.MixModel, prof.Workload, q.Workload); lighter {
+			r.kind = kindLighter
+			r.heldC, r.heldR = c/r.trueC-1, rate/r.trueR-1
+		}
 		rows = append(rows, r)
 	}
 	return rows
+}
+
+// heldAtLightest is the knee the mix model gave a mix lighter than any
+// measured before lighter mixes raised it: the model at the means held
+// within the measured range, and its knee held within the measured knees.
+// lighter is false when mix is not lighter than every measured one in
+// prompt or output.
+func heldAtLightest(m *knee.MixModel, own, mix knee.WorkloadInfo) (concurrency, rate float64, lighter bool) {
+	pLo, oLo := math.Inf(1), math.Inf(1)
+	cLo, cHi, rLo, rHi := math.Inf(1), 0.0, math.Inf(1), 0.0
+	for _, pt := range m.Points {
+		pLo, oLo = min(pLo, pt.MeanPromptTokens), min(oLo, pt.MeanOutputTokens)
+		cLo, cHi = min(cLo, pt.Concurrency), max(cHi, pt.Concurrency)
+		rLo, rHi = min(rLo, pt.RequestsPerSecond), max(rHi, pt.RequestsPerSecond)
+	}
+	if mix.MeanPromptTokens >= pLo && mix.MeanOutputTokens >= oLo {
+		return 0, 0, false
+	}
+	x := math.Log(max(mix.MeanPromptTokens, pLo) / own.MeanPromptTokens)
+	z := math.Log(max(mix.MeanOutputTokens, oLo) / own.MeanOutputTokens)
+	return min(max(m.Concurrency.At(x, z), cLo), cHi), min(max(m.RequestsPerSecond.At(x, z), rLo), rHi), true
 }
