@@ -168,8 +168,7 @@ func edgeOrLower(q LogQuadratic, xc, zc, dx, dz, lo, hi float64) float64 {
 	if dx == 0 && dz == 0 {
 		return v
 	}
-	gx := q.Prompt + 2*q.PromptSquared*xc + q.PromptOutput*zc
-	gz := q.Output + q.PromptOutput*xc + 2*q.OutputSquared*zc
+	gx, gz := q.slopes(xc, zc)
 	return min(v, v+gx*dx+gz*dz)
 }
 
@@ -211,8 +210,7 @@ func lighterRise(q LogQuadratic, xc, zc, lx, lz float64) float64 {
 	if lx == 0 && lz == 0 {
 		return 0
 	}
-	gx := q.Prompt + 2*q.PromptSquared*xc + q.PromptOutput*zc
-	gz := q.Output + q.PromptOutput*xc + 2*q.OutputSquared*zc
+	gx, gz := q.slopes(xc, zc)
 	a, b := max(-gx, 0), max(-gz, 0)
 	cost := 1 - a*(1-math.Exp(-lx)) - b*(1-math.Exp(-lz))
 	return -math.Log(max(cost, 1/maxLighterRise))

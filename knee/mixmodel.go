@@ -74,6 +74,11 @@ func (q LogQuadratic) logRatio(x, z float64) float64 {
 	return q.Prompt*x + q.Output*z + q.PromptSquared*x*x + q.PromptOutput*x*z + q.OutputSquared*z*z
 }
 
+// slopes are ∂ln y/∂x and ∂ln y/∂z at (x, z).
+func (q LogQuadratic) slopes(x, z float64) (gx, gz float64) {
+	return q.Prompt + 2*q.PromptSquared*x + q.PromptOutput*z, q.Output + q.PromptOutput*x + 2*q.OutputSquared*z
+}
+
 // At is the model's value at x = ln(P/P₀), z = ln(O/O₀).
 func (q LogQuadratic) At(x, z float64) float64 {
 	return q.AtProfileMix * math.Exp(q.logRatio(x, z))
