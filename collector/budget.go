@@ -153,6 +153,16 @@ func (r *reservation) overBudget(n int64) error {
 		ErrMemoryBudget, n, r.b.size)
 }
 
+// trim gives back what is held beyond what has been charged.
+func (r *reservation) trim() {
+	if extra := r.held - r.used; extra > 0 {
+		if !r.unlimited() {
+			r.b.sem.Release(extra)
+		}
+		r.held = r.used
+	}
+}
+
 // release returns everything held. It may be called more than once.
 func (r *reservation) release() {
 	if !r.unlimited() && r.held > 0 {

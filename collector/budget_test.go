@@ -34,14 +34,17 @@ func TestParallelScrapesWaitForTheMemoryBudgetAndAllGetScraped(t *testing.T) {
 	var hits atomic.Int64
 	const targets = 8
 	for _, tt := range []struct {
-		name  string
-		write func(w http.ResponseWriter)
+		name string
+		// unseen: the body's size is not announced, so the first round's
+		// scrapes wait for what a body at the limit can cost and fetch once.
+		unseen bool
+		write  func(w http.ResponseWriter)
 	}{
-		{"with the body's size announced", func(w http.ResponseWriter) {
+		{"with the body's size announced", false, func(w http.ResponseWriter) {
 			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 			_, _ = w.Write([]byte(body))
 		}},
-		{"with the body's size unannounced (chunked)", func(w http.ResponseWriter) {
+		{"with the body's size unannounced (chunked)", true, func(w http.ResponseWriter) {
 			for i := 0; i < len(body); i += 32 << 10 {
 				_, _ = w.Write([]byte(body[i:min(i+32<<10, len(body))]))
 				w.(http.Flusher).Flush()
@@ -86,8 +89,8 @@ func TestParallelScrapesWaitForTheMemoryBudgetAndAllGetScraped(t *testing.T) {
 				limits.Budget.sem.Release(budget)
 				t.Logf("round %d: %d targets each costing %d KiB (%d lines), budget %d KiB: %d fetches; footprint %d KiB",
 					round, targets, cost>>10, lines, budget>>10, hits.Load(), footprints[0].Bytes()>>10)
-				if round == 1 && hits.Load() != targets {
-					t.Errorf("with each target's footprint known, %d fetches for %d targets, want one each", hits.Load(), targets)
+				if (round == 1 || tt.unseen) && hits.Load() != targets {
+					t.Errorf("round %d: %d fetches for %d targets, want one each", round, hits.Load(), targets)
 				}
 			}
 			if fp := footprints[0].Bytes(); fp < cost || fp > cost+readChunk+1 {
@@ -132,4 +135,38 @@ func TestAScrapeThatCannotGetRoomFailsWithTheMemoryBudget(t *testing.T) {
 			t.Errorf("with the budget free again: %v", err)
 		}
 	})
+}
+
+func TestABodyOfUnknownSizeIsChargedWhatTheLimitsLetItCost(t *testing.T) {
+	const mib = 1 << 20
+	for _, tt := range []struct {
+		name       string
+		limits     ScrapeLimits
+		known      bool // the target's last scrape left a footprint
+		wantCharge int64
+	}{
+		{"the body limit and a series per line up to the series limit",
+			ScrapeLimits{MaxBodyBytes: mib, MaxSeries: 1000, MemoryBudgetBytes: 256 * mib}, false, (mib + 1) + 1001*seriesCost},
+		{"without a series limit, a series per 4 bytes",
+			ScrapeLimits{MaxBodyBytes: mib, MaxSeries: NoLimit, MemoryBudgetBytes: 256 * mib}, false, (mib + 1) + (mib+1)/4*seriesCost},
+		{"never more than the whole budget",
+			ScrapeLimits{MaxBodyBytes: 16 * mib, MaxSeries: NoLimit, MemoryBudgetBytes: 64 * mib}, false, 64 * mib},
+		{"nothing when the last scrape's footprint is known",
+			ScrapeLimits{MaxBodyBytes: mib, MaxSeries: 1000, MemoryBudgetBytes: 256 * mib}, true, 0},
+		{"nothing without a body limit",
+			ScrapeLimits{MaxBodyBytes: NoLimit, MaxSeries: 1000, MemoryBudgetBytes: 256 * mib}, false, 0},
+		{"nothing without a budget",
+			ScrapeLimits{MaxBodyBytes: mib, MaxSeries: 1000, MemoryBudgetBytes: NoLimit}, false, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var fp Footprint
+			if tt.known {
+				fp.set(300<<10, 100<<10)
+			}
+			sc := NewScraper(http.DefaultClient, tt.limits).WithFootprint(&fp)
+			if got := sc.unseenBodyCharge(); got != tt.wantCharge {
+				t.Errorf("charge %d, want %d", got, tt.wantCharge)
+			}
+		})
+	}
 }

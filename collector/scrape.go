@@ -67,7 +67,8 @@ type ScrapeLimits struct {
 	// parsed, rather than letting many parallel scrapes of large bodies
 	// take the process's memory. A scrape waits for room before it reads
 	// its body, in arrival order, within its Timeout: for the announced
-	// body size, or what its target needed last time (see Footprint). If
+	// body size, or what its target needed last time (see Footprint), or
+	// else what the limits let a body cost (given back once it is read). If
 	// it runs short part-way it gives its share back and waits again for
 	// all it now knows it needs. Only a scrape that cannot get room within
 	// its Timeout, or that needs more than the whole budget, fails with
@@ -333,6 +334,9 @@ func (s *Scraper) get(ctx context.Context, target string, res *reservation, need
 		first = min(first, s.limits.MaxBodyBytes+1)
 		size = min(size, s.limits.MaxBodyBytes+1)
 	}
+	if resp.ContentLength < 0 || gzipped {
+		need = max(need, s.unseenBodyCharge())
+	}
 	if err := res.wait(ctx, max(first*parseCostFactor, need)); err != nil {
 		return nil, "", err
 	}
@@ -340,7 +344,33 @@ func (s *Scraper) get(ctx context.Context, target string, res *reservation, need
 	if err != nil {
 		return nil, "", err
 	}
+	// What the body and its series cost is charged by now; the rest of a
+	// reservation made for a body of unknown size goes back at once, to
+	// the scrapes waiting for it.
+	res.trim()
 	return body, format, nil
+}
+
+// unseenBodyCharge is what a body is charged before it is read when
+// neither the response nor the target's last scrape says how large it
+// is: as much as the limits let it cost (capped at the whole budget),
+// which is given back once the body is read (reservation.trim). Charged
+// a chunk at a time instead, 16 such first scrapes of 8 MiB bodies under
+// a 96 MiB budget each ran short part-way, dropped what they had read and
+// fetched again, 54 fetches in all, and the dropped bodies took the
+// process 8 MiB past the budget plus 64 MiB it is held to. Without a body
+// limit nothing bounds the cost, and the body is charged as it arrives.
+func (s *Scraper) unseenBodyCharge() int64 {
+	if s.footprint.Bytes() > 0 || s.limits.MaxBodyBytes <= 0 || s.limits.Budget.Size() == 0 {
+		return 0
+	}
+	// readBody charges a series per line as the body arrives; the shortest
+	// sample line ("a 1" and its newline) is 4 bytes.
+	series := (s.limits.MaxBodyBytes + 1) / 4
+	if s.limits.MaxSeries > 0 {
+		series = min(series, int64(s.limits.MaxSeries)+1)
+	}
+	return min((s.limits.MaxBodyBytes+1)*parseCostFactor+series*seriesCost, s.limits.Budget.Size())
 }
 
 // readChunk is the step in which a body's budget is charged when its size
