@@ -27,6 +27,7 @@ type poissonVariant struct {
 	warmupRequests int // the warm-up runs at least this many arrivals
 	requests       int
 	margin         float64 // kept only where every windowed percentile ≤ (1 − margin) × its threshold
+	seed           uint64  // the trials' arrivals and lengths (0: 1)
 }
 
 // emulatePoissonVariant is emulatePoisson with v's settings.
@@ -50,7 +51,7 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 		rate := f * closedRate
 		steady := ol.SteadyFor(rate)
 		warm := max(ol.Warmup, time.Duration(float64(v.warmupRequests)/rate*float64(time.Second)).Round(time.Second))
-		lv, err := sim.RunOpenLoop(ctx, sim.OpenLoopLevelConfig{Engine: sim.Config{Preset: p}, Workload: gen, Rate: rate, SLO: slo, Seed: 1,
+		lv, err := sim.RunOpenLoop(ctx, sim.OpenLoopLevelConfig{Engine: sim.Config{Preset: p}, Workload: gen, Rate: rate, SLO: slo, Seed: max(v.seed, 1),
 			OpenLoop: sim.OpenLoopConfig{Warmup: warm, Steady: steady, Tick: ol.Tick, SLOWindow: ol.SLOWindow, Low: ol.Low, Steps: ol.Steps}})
 		if err != nil {
 			return e, fmt.Errorf("poisson trial at %g requests/s: %w", rate, err)
