@@ -17,7 +17,7 @@ func TestTheSweepsOpenLoopSettingsTakeTheSweepsDefaults(t *testing.T) {
 	}
 	want := OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: DefaultOpenLoopWarmup, Steady: 3 * time.Minute,
 		Tick: DefaultOpenLoopTick, SLOWindow: knee.DefaultSLOWindow, Low: DefaultOpenLoopLow, Steps: DefaultOpenLoopSteps}, MaxOutstanding: 7,
-		Requests: DefaultOpenLoopRequests}
+		Requests: DefaultOpenLoopRequests, ThresholdShare: DefaultThresholdShare}
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
 	}
@@ -33,6 +33,10 @@ func TestTheSweepRejectsBadOpenLoopSettings(t *testing.T) {
 		{"negative requests per trial", OpenLoopConfig{Requests: -3}, "sweep: open loop: the requests per trial must be ≥ 0 (0 = default), got -3"},
 		{"a low above the knee's rate", OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Low: 1.5}},
 			"sweep: open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default), got 1.5"},
+		{"a threshold share over 1", OpenLoopConfig{ThresholdShare: 1.2},
+			"sweep: open loop: the threshold share must be in (0, 1] (0 = default 0.9), got 1.2"},
+		{"a negative threshold share", OpenLoopConfig{ThresholdShare: -0.1},
+			"sweep: open loop: the threshold share must be in (0, 1] (0 = default 0.9), got -0.1"},
 		{"a tick longer than the steady part", OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Steady: time.Second}},
 			"sweep: open loop: tick 5s is longer than the steady part 1s"},
 	} {

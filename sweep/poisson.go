@@ -32,12 +32,13 @@ func (cfg *Config) runPoisson(ctx context.Context, out *Outcome) error {
 	}
 	out.ClosedLoopKnee, out.ClosedLoopRate = &closed, kp.RequestsPerSecond
 	ol := cfg.OpenLoop
+	out.ThresholdShare = ol.ThresholdShare
 	maxOut := ol.MaxOutstanding
 	if maxOut == 0 {
 		maxOut = int(math.Ceil(DefaultOutstandingFactor * closed.Concurrency))
 	}
 	cfg.Logger.Info("open-loop search started", "closed_loop_knee", closed.Concurrency, "closed_loop_rate", kp.RequestsPerSecond,
-		"warmup", ol.Warmup, "min_steady", ol.Steady, "requests_per_trial", ol.Requests, "max_outstanding", maxOut)
+		"warmup", ol.Warmup, "min_steady", ol.Steady, "requests_per_trial", ol.Requests, "threshold_share", ol.ThresholdShare, "max_outstanding", maxOut)
 	trial := func(ctx context.Context, index int, rate float64) (Trial, error) {
 		seed := trialSeed(cfg.Seed, rate)
 		gen := cfg.Workload.WithSeed(levelSeed(seed, 1))
@@ -46,7 +47,7 @@ func (cfg *Config) runPoisson(ctx context.Context, out *Outcome) error {
 		defer cfg.Progress.EndTrial()
 		return RunTrial(ctx, cfg.Client, TrialConfig{
 			Rate: rate, Warmup: ol.Warmup, Steady: steady, Tick: ol.Tick, SLOWindow: ol.SLOWindow,
-			MaxOutstanding: maxOut, Seed: seed, SLO: cfg.SLO, Metrics: cfg.Metrics, StopAtBreach: true,
+			MaxOutstanding: maxOut, Seed: seed, SLO: cfg.SLO, ThresholdShare: ol.ThresholdShare, Metrics: cfg.Metrics, StopAtBreach: true,
 			Next: func() Request {
 				w := gen.Next()
 				return Request{PromptTokens: w.PromptTokens, MaxTokens: w.OutputTokens}

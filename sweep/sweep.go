@@ -124,6 +124,9 @@ type Outcome struct {
 	ClosedLoopKnee *knee.Knee
 	// ClosedLoopRate is the closed-loop knee's request rate, requests/s.
 	ClosedLoopRate float64
+	// ThresholdShare is the share of each SLO threshold the trials were
+	// judged at (OpenLoopConfig.ThresholdShare).
+	ThresholdShare float64
 }
 
 // Errors Run may return together with an Outcome worth writing out.

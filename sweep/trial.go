@@ -37,6 +37,11 @@ type TrialConfig struct {
 	// requests reproducible.
 	Next func() Request
 	SLO  knee.SLO
+	// ThresholdShare, in (0, 1], is the share of each SLO threshold the
+	// windowed percentiles must stay within for the trial to keep the SLO
+	// (0 means 1: the thresholds themselves). See
+	// OpenLoopConfig.ThresholdShare.
+	ThresholdShare float64
 	// Metrics, when set, is scraped while the trial runs.
 	Metrics *Metrics
 	// OnProgress, when set, is called after every arrival with the time
@@ -114,7 +119,10 @@ func RunTrial(ctx context.Context, client *Client, cfg TrialConfig) (Trial, erro
 		return Trial{}, fmt.Errorf("trial: the outstanding cap must be ≥ 1, got %d", cfg.MaxOutstanding)
 	case cfg.Next == nil:
 		return Trial{}, fmt.Errorf("trial: no request source")
+	case cfg.ThresholdShare != 0 && !(cfg.ThresholdShare > 0 && cfg.ThresholdShare <= 1):
+		return Trial{}, fmt.Errorf("trial: the threshold share must be in (0, 1], got %v", cfg.ThresholdShare)
 	}
+	judged := cfg.JudgedSLO()
 	var smp *sampler
 	if cfg.Metrics.enabled() {
 		smp = cfg.Metrics.start(ctx)
@@ -153,8 +161,8 @@ func RunTrial(ctx context.Context, client *Client, cfg TrialConfig) (Trial, erro
 		mu.Lock()
 		done := slices.Clone(finished)
 		mu.Unlock()
-		ttft, tpot := latencyEvents(done, cfg.SLO, tick)
-		return windowedSLO(ttft, tpot, cfg.SLO, cfg.SLOWindow, tick, tick, cfg.Tick).breached
+		ttft, tpot := latencyEvents(done, judged, tick)
+		return windowedSLO(ttft, tpot, judged, cfg.SLOWindow, tick, tick, cfg.Tick).breached
 	}
 
 	t := Trial{Rate: cfg.Rate}
@@ -240,6 +248,20 @@ func RunTrial(ctx context.Context, client *Client, cfg TrialConfig) (Trial, erro
 	return t, nil
 }
 
+// JudgedSLO is the SLO a trial's windows are judged against: each
+// threshold times ThresholdShare.
+func (cfg TrialConfig) JudgedSLO() knee.SLO {
+	slo := cfg.SLO
+	if share := cfg.ThresholdShare; share > 0 && share < 1 {
+		// To the microsecond, so a report reads 75ms, not 74.999999ms.
+		scale := func(d knee.Duration) knee.Duration {
+			return knee.Duration(time.Duration(float64(d) * share).Round(time.Microsecond))
+		}
+		slo.TTFT, slo.TPOT = scale(slo.TTFT), scale(slo.TPOT)
+	}
+	return slo
+}
+
 // sleepUntil waits until the moment or until ctx ends, reporting whether
 // the moment came.
 func sleepUntil(ctx context.Context, at time.Time) bool {
@@ -268,7 +290,8 @@ func judgeTrial(t *Trial, reqs []*sentRequest, cfg TrialConfig, from, to time.Ti
 	if t.Steady > 0 {
 		t.InFlight = area.Seconds() / t.Steady.Seconds()
 	}
-	ttft, tpot := latencyEvents(reqs, cfg.SLO, to)
+	judged := cfg.JudgedSLO()
+	ttft, tpot := latencyEvents(reqs, judged, to)
 	for _, r := range reqs {
 		if !r.cancelled && !r.done.Before(from) && !r.done.After(to) {
 			t.Completed = append(t.Completed, r.res)
@@ -280,15 +303,20 @@ func judgeTrial(t *Trial, reqs []*sentRequest, cfg TrialConfig, from, to time.Ti
 	t.TTFTAtQuantile, t.TPOTAtQuantile, t.Errors = st.ttftQ, st.tpotQ, st.errors
 
 	q := measure.QuantileLabel(cfg.SLO.Quantile)
-	w := windowedSLO(ttft, tpot, cfg.SLO, cfg.SLOWindow, from, to, cfg.Tick)
+	w := windowedSLO(ttft, tpot, judged, cfg.SLOWindow, from, to, cfg.Tick)
 	t.Ticks, t.Judged = w.ticks, w.judged
 	switch {
 	case t.Capped:
 		t.Breach = fmt.Sprintf("%d requests outstanding (the cap) after %s", cfg.MaxOutstanding, t.CappedAfter.Round(time.Millisecond))
+	case w.breached:
+		// Before the steady part's length: a trial stopped at a breach on
+		// its first tick has none.
+		t.Breach = w.describe(q, judged, from)
+		if share := cfg.ThresholdShare; share > 0 && share < 1 {
+			t.Breach += fmt.Sprintf(" (judged at %.0f%% of the SLO's thresholds)", 100*share)
+		}
 	case t.Steady <= 0:
 		t.Breach = "the steady part never started"
-	case w.breached:
-		t.Breach = w.describe(q, cfg.SLO, from)
 	case w.judged == 0:
 		t.Breach = fmt.Sprintf("no tick of the steady part could be judged: fewer than %d requests completed", knee.MinWindowRequests)
 	case t.Point.ErrorRate > MaxErrorRate:

@@ -79,6 +79,68 @@ func TestATrialBreakingTheWindowedSLOSaysWhichPercentileAndWhen(t *testing.T) {
 	}
 }
 
+// TestATrialIsJudgedAtItsShareOfTheThresholds: a trial whose windowed p99
+// TTFT sits at 95% of the threshold keeps the SLO judged at the threshold
+// itself, and breaks it judged at 90% of it, saying so, while its goodput
+// still counts every request under the threshold as good.
+func TestATrialIsJudgedAtItsShareOfTheThresholds(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var reqs []*sentRequest
+	// 300 requests, one every 100 ms, every fifth with a TTFT of 0.95 s.
+	for i := range 300 {
+		start := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		ttft := 100 * time.Millisecond
+		if i%5 == 0 {
+			ttft = 950 * time.Millisecond
+		}
+		e2e := ttft + 500*time.Millisecond
+		reqs = append(reqs, &sentRequest{sent: start, done: start.Add(e2e), res: Result{
+			Start: start, TTFT: ttft, E2E: e2e, OutputTokens: 51, PromptTokens: 10, Request: Request{PromptTokens: 10, MaxTokens: 51}}})
+	}
+	slo := knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(50 * time.Millisecond), Quantile: 0.99}
+	from, to := t0.Add(15*time.Second), t0.Add(25*time.Second)
+	for _, tc := range []struct {
+		share float64
+		kept  bool
+	}{{0, true}, {1, true}, {0.9, false}} {
+		tr := Trial{Steady: to.Sub(from)}
+		judgeTrial(&tr, reqs, TrialConfig{SLO: slo, Tick: time.Second, SLOWindow: 10 * time.Second, ThresholdShare: tc.share}, from, to)
+		if tr.Kept != tc.kept {
+			t.Errorf("share %g: kept %v (%q), want %v", tc.share, tr.Kept, tr.Breach, tc.kept)
+		}
+		if !tc.kept && (!strings.Contains(tr.Breach, "p99 TTFT 950ms > 900ms") || !strings.Contains(tr.Breach, "judged at 90% of the SLO's thresholds")) {
+			t.Errorf("share %g: breach %q, want the TTFT over 900ms, judged at 90%% of the thresholds", tc.share, tr.Breach)
+		}
+		if tr.Point.GoodputTokensPerSecond != tr.Point.OutputTokensPerSecond {
+			t.Errorf("share %g: goodput %g of %g tok/s, want every request good against the SLO itself", tc.share,
+				tr.Point.GoodputTokensPerSecond, tr.Point.OutputTokensPerSecond)
+		}
+	}
+}
+
+// TestATrialStoppedAtABreachOnItsFirstTickSaysWhatBroke: StopAtBreach
+// ends a trial whose very first tick breaks the SLO with a steady part of
+// no length; its verdict names the breach, not a steady part that "never
+// started".
+func TestATrialStoppedAtABreachOnItsFirstTickSaysWhatBroke(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var reqs []*sentRequest
+	for i := range 200 {
+		start := t0.Add(time.Duration(i) * 50 * time.Millisecond)
+		ttft := 2 * time.Second
+		e2e := ttft + 500*time.Millisecond
+		reqs = append(reqs, &sentRequest{sent: start, done: start.Add(e2e), res: Result{
+			Start: start, TTFT: ttft, E2E: e2e, OutputTokens: 51, PromptTokens: 10, Request: Request{PromptTokens: 10, MaxTokens: 51}}})
+	}
+	slo := knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(50 * time.Millisecond), Quantile: 0.99}
+	at := t0.Add(15 * time.Second)
+	tr := Trial{StoppedAtBreach: true}
+	judgeTrial(&tr, reqs, TrialConfig{SLO: slo, Tick: time.Second, SLOWindow: 10 * time.Second}, at, at)
+	if tr.Kept || !strings.Contains(tr.Breach, "p99 TTFT") || !strings.Contains(tr.Breach, "at 0s into the steady part") {
+		t.Errorf("kept %v, breach %q: want the TTFT p99 broken at the steady part's first tick", tr.Kept, tr.Breach)
+	}
+}
+
 // TestTheOutstandingCapEndsATrialAndItsRequestsAreCancelled drives a
 // server that never answers: the cap is reached after exactly cap
 // arrivals, the trial ends long before its steady part, as not kept, and
@@ -130,6 +192,7 @@ func TestATrialRejectsBadSettings(t *testing.T) {
 		{"a zero rate", func(c *TrialConfig) { c.Rate = 0 }, "the arrival rate must be > 0"},
 		{"no steady part", func(c *TrialConfig) { c.Steady = 0 }, "must be > 0"},
 		{"a cap of 0", func(c *TrialConfig) { c.MaxOutstanding = 0 }, "the outstanding cap must be ≥ 1"},
+		{"a threshold share over 1", func(c *TrialConfig) { c.ThresholdShare = 1.5 }, "the threshold share must be in (0, 1], got 1.5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := good

@@ -68,6 +68,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	olRequests := fs.Int("open-loop-requests", sweep.DefaultOpenLoopRequests, "with --arrivals poisson: a trial's judged part lasts until this many requests were sent\n"+
 		"at its rate (and at least --open-loop-steady), so every trial is judged on enough requests; a trial\n"+
 		"stops at its first tick whose windowed SLO is breached")
+	olShare := fs.Float64("open-loop-threshold-share", sweep.DefaultThresholdShare, "with --arrivals poisson: a trial keeps the SLO only if its windowed percentiles stayed within\n"+
+		"this share of each threshold: a trial of a few minutes meets fewer bad windows than a long run at the\n"+
+		"same rate (1: judge at the thresholds themselves)")
 	sequential := fs.Bool("sequential", true, "stop a level before its window fills when its verdict is already clear: a binomial test\n"+
 		"for a level past the knee (size 0.0003 per look), and a screening window of two requests per worker\n"+
 		"(10 to 30) for a level below it, which is measured in full before the knee may rest on it; false: every\n"+
@@ -120,7 +123,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case *maxModelLen < 0:
 		return fmt.Errorf("sweep: --max-model-len must be ≥ 0, got %d", *maxModelLen)
 	}
-	if err := checkArrivals(fs, *arrivals, *olWarmup, *olSteady); err != nil {
+	if err := checkArrivals(fs, *arrivals, *olWarmup, *olSteady, *olShare); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
 	if *plotPath != "" {
@@ -189,7 +192,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger:      logger,
 		Progress:    sweep.NewProgress(stderr, isTerminal(stderr), logger, 10*time.Second),
 		Arrivals:    knee.Arrivals(*arrivals),
-		OpenLoop:    sweep.OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: *olWarmup, Steady: *olSteady}, Requests: *olRequests},
+		OpenLoop:    sweep.OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: *olWarmup, Steady: *olSteady}, Requests: *olRequests, ThresholdShare: *olShare},
 		MixScales:   scales,
 		Speeds:      speedList,
 		MaxModelLen: *maxModelLen,
@@ -248,7 +251,7 @@ func writeSweepOutputs(res *sweep.Outcome, out, plotPath, reportPath string, inf
 
 // checkArrivals validates --arrivals and the open-loop flags, which only
 // mean something with --arrivals poisson.
-func checkArrivals(fs *flag.FlagSet, arrivals string, warmup, steady time.Duration) error {
+func checkArrivals(fs *flag.FlagSet, arrivals string, warmup, steady time.Duration, share float64) error {
 	switch knee.Arrivals(arrivals) {
 	case knee.ArrivalsClosedLoop:
 		var set []string
@@ -266,6 +269,9 @@ func checkArrivals(fs *flag.FlagSet, arrivals string, warmup, steady time.Durati
 		}
 		if steady <= 0 {
 			return fmt.Errorf("--open-loop-steady must be > 0, got %s", steady)
+		}
+		if !(share > 0 && share <= 1) {
+			return fmt.Errorf("--open-loop-threshold-share must be in (0, 1], got %v", share)
 		}
 	default:
 		return fmt.Errorf("--arrivals must be %s or %s, got %q", knee.ArrivalsClosedLoop, knee.ArrivalsPoisson, arrivals)

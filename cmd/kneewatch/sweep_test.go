@@ -154,6 +154,8 @@ func TestSweepRejectsBadFlagsBeforeAnyLoad(t *testing.T) {
 		{"open-loop flags without poisson", append(base, "--arrivals", "closed-loop", "--open-loop-steady", "1m"), "--open-loop-steady only apply with --arrivals poisson"},
 		{"a zero open-loop steady part", append(base, "--arrivals", "poisson", "--open-loop-steady", "0s"), "--open-loop-steady must be > 0, got 0s"},
 		{"a negative open-loop warm-up", append(base, "--arrivals", "poisson", "--open-loop-warmup", "-1s"), "--open-loop-warmup must be > 0, got -1s"},
+		{"a threshold share over 1", append(base, "--arrivals", "poisson", "--open-loop-threshold-share", "1.1"), "--open-loop-threshold-share must be in (0, 1], got 1.1"},
+		{"a zero threshold share", append(base, "--arrivals", "poisson", "--open-loop-threshold-share", "0"), "--open-loop-threshold-share must be in (0, 1], got 0"},
 		{"a malformed open-loop duration", append(base, "--arrivals", "poisson", "--open-loop-steady", "ten"), `invalid value "ten" for flag -open-loop-steady`},
 		{"a bad mix scale", append(base, "--mix-scales", "2:0"), `--mix-scales: mix scale "2:0": output factor: want a finite number > 0`},
 		{"a speed of the whole GPU", append(base, "--speed-model", "0.8,1"), `sweep: --speed-model: speed "1": must be in (0,1)`},

@@ -55,7 +55,7 @@ type emulatedPoisson struct {
 // stopped at its first breached tick.
 // Seed picks the trials' arrivals and request lengths.
 func emulatePoisson(ctx context.Context, p sim.Preset, gen *workload.Generator, slo knee.SLO, closedRate float64, seed uint64) (emulatedPoisson, error) {
-	return emulatePoissonVariant(ctx, p, gen, slo, closedRate, poissonVariant{warmup: sweep.DefaultOpenLoopWarmup, requests: sweep.DefaultOpenLoopRequests, seed: seed})
+	return emulatePoissonVariant(ctx, p, gen, slo, closedRate, 0, poissonVariant{warmup: sweep.DefaultOpenLoopWarmup, requests: sweep.DefaultOpenLoopRequests, share: sweep.DefaultThresholdShare, seed: seed})
 }
 
 // poissonSeeds is how many seeds the true poisson knee, and the sweep's
@@ -66,7 +66,6 @@ func emulatePoisson(ctx context.Context, p sim.Preset, gen *workload.Generator, 
 // (tight) 0.067-0.112. The bench compares the sweep with the truth's
 // median, the rate at which a 20-minute run breaches about half the time.
 const poissonSeeds = 4
-
 
 // emulateSweep runs the sweep's search (measure.Search with the sweep's
 // precision, and the sweep's window sizes) against the virtual-time
