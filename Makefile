@@ -5,6 +5,7 @@
 #   make tools       build the pinned tools once per machine (TOOLS_CACHE) and link them into .tools/bin
 #   make bench       Go benchmarks
 #   make image       the release's container image (OCI layout in dist/image), no Docker engine
+#   make archives    the release's binaries and archives (goreleaser snapshot, in dist/release)
 #   make soak        SOAK_DURATION (default 30m) of the demo fleet with rotating faults
 
 SHELL      := /bin/bash
@@ -27,7 +28,7 @@ PROM_OPERATOR_VERSION := v0.85.0
 # kube-apiserver tests install: generated here, never downloaded at test time.
 KUBE_SCHEMAS := $(CURDIR)/.tools/schemas
 
-.PHONY: all build image chart version release-check release-tools test test-short tools bench vet fmt-check clean-tools
+.PHONY: all build image archives chart version release-check release-tools test test-short tools bench vet fmt-check clean-tools
 
 all: build
 
@@ -75,6 +76,14 @@ image:
 	  --created $(SOURCE_DATE_EPOCH) --chart deploy/helm/kneewatch --license-file LICENSE --notice-file NOTICE --out $(IMAGE_DIR) \
 	  --module-cache "$$($(GO) env GOMODCACHE)" \
 	  $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(call platform_bin,$(p)))
+
+# archives runs goreleaser as the release workflow does, in snapshot mode
+# (nothing published): the binaries, and the archives with the license files
+# of the modules each binary links, into dist/release. TestReleaseArchives
+# reads them.
+.PHONY: archives
+archives: $(TOOLS)/goreleaser
+	$(TOOLS)/goreleaser release --snapshot --clean
 
 TOOL_NAMES := promtool prometheus alertmanager helm kubeconform kube-apiserver etcd actionlint goreleaser
 TOOL_BINS  := $(addprefix $(TOOLS)/,$(TOOL_NAMES)) $(TOOLS)/shellcheck
@@ -185,7 +194,7 @@ REALTIME_PKGS := ./internal/sim ./probe ./sweep ./internal/demo ./e2e
 
 TEST_ENV := KNEEWATCH_REQUIRE_TOOLS=1 KNEEWATCH_TOOLS=$(TOOLS)
 
-test: tools image fmt-check vet
+test: tools image archives fmt-check vet
 	$(TEST_ENV) $(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v -E '/(internal/sim|probe|sweep|internal/demo|e2e)$$')
 	$(TEST_ENV) $(GO) test -count=1 -timeout 40m -p 1 $(REALTIME_PKGS)
 

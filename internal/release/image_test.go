@@ -391,6 +391,14 @@ func checkBaseFiles(t *testing.T, dir string) {
 // binary and wants a license file of each under ThirdPartyDir.
 func checkThirdPartyLicenses(t *testing.T, fsDir, bin string) {
 	t.Helper()
+	checkModuleLicenses(t, filepath.Join(fsDir, filepath.FromSlash(ThirdPartyDir)), bin, "the image")
+}
+
+// checkModuleLicenses reads the modules linked into bin and wants a
+// license file of each under dir/<module path>; what names the carrier in
+// errors.
+func checkModuleLicenses(t *testing.T, dir, bin, what string) {
+	t.Helper()
 	mods, err := LinkedModules([]Binary{{Path: bin}})
 	if err != nil {
 		t.Fatal(err)
@@ -400,8 +408,7 @@ func checkThirdPartyLicenses(t *testing.T, fsDir, bin string) {
 	}
 	files := 0
 	for _, m := range mods {
-		dir := filepath.Join(fsDir, filepath.FromSlash(ThirdPartyDir), filepath.FromSlash(m.Path))
-		entries, err := os.ReadDir(dir)
+		entries, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(m.Path)))
 		n := 0
 		for _, e := range entries {
 			if e.Type().IsRegular() && licenseFileName.MatchString(e.Name()) {
@@ -409,9 +416,9 @@ func checkThirdPartyLicenses(t *testing.T, fsDir, bin string) {
 			}
 		}
 		if err != nil || n == 0 {
-			t.Errorf("the image carries no license of %s@%s, which its binary links (%v)", m.Path, m.Version, err)
+			t.Errorf("%s carries no license of %s@%s, which its binary links (%v)", what, m.Path, m.Version, err)
 		}
 		files += n
 	}
-	t.Logf("third-party licenses: %d files for the %d modules the binary links", files, len(mods))
+	t.Logf("%s: third-party licenses, %d files for the %d modules the binary links", what, files, len(mods))
 }
