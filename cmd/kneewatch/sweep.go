@@ -51,7 +51,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	precision := fs.Float64("precision", sweep.DefaultPrecision, "refine until the knee's bracket is this narrow, relative to the knee")
 	maxLevels := fs.Int("max-levels", 0, "stop after this many levels (0: no limit)")
 	minRequests := fs.Int("min-requests", 0, "smallest steady-state window per level in completed requests (0: 2 ÷ (1 − quantile), at least 100; 200 for p99)")
-	warmup := fs.Int("warmup-requests", 0, "completions discarded before each window (0: 2 × concurrency + 8)")
+	warmup := fs.Int("warmup-requests", 0, "completions discarded before each window (0: concurrency + min(concurrency, 8))")
 	levelTimeout := fs.Duration("level-timeout", 15*time.Minute, "end a level whose window has not filled by then and judge it on what completed (0: no limit)")
 	scrapeInterval := fs.Duration("scrape-interval", time.Second, "how often the metrics are scraped during a level")
 	out := fs.String("out", "", "knee profile to write (YAML) (required)")
