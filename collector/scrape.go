@@ -67,10 +67,10 @@ type ScrapeLimits struct {
 	// parsed, rather than letting many parallel scrapes of large bodies
 	// take the process's memory. A scrape waits for room before it reads
 	// its body, in arrival order, within its Timeout: for the announced
-	// body size, or what its target needed last time (see Footprint), or
-	// else what the limits let a body cost (given back once it is read). If
+	// body size, or what its target needed last time (see Footprint). If
 	// it runs short part-way it gives its share back and waits again for
-	// all it now knows it needs. Only a scrape that cannot get room within
+	// all it now knows it needs (at a target never scraped before, all the
+	// limits let a body cost, the rest given back once it is read). Only a scrape that cannot get room within
 	// its Timeout, or that needs more than the whole budget, fails with
 	// ErrMemoryBudget. Scrapes sharing Budget share the bound.
 	MemoryBudgetBytes int64
@@ -235,7 +235,11 @@ func (s *Scraper) fetch(ctx context.Context, target string, want *wantedNames) (
 		}
 		res.release()
 		if n, again := isBudgetShort(err); again {
-			need = n
+			// A body not seen before that ran short is fetched again
+			// once, charged all it can cost: growing the charge step by
+			// step, each attempt dropping what it read, took 16 first
+			// scrapes of 8 MiB bodies 54-78 fetches.
+			need = max(n, s.unseenBodyCharge())
 			continue
 		}
 		if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrMemoryBudget) {
@@ -334,9 +338,6 @@ func (s *Scraper) get(ctx context.Context, target string, res *reservation, need
 		first = min(first, s.limits.MaxBodyBytes+1)
 		size = min(size, s.limits.MaxBodyBytes+1)
 	}
-	if resp.ContentLength < 0 || gzipped {
-		need = max(need, s.unseenBodyCharge())
-	}
 	if err := res.wait(ctx, max(first*parseCostFactor, need)); err != nil {
 		return nil, "", err
 	}
@@ -345,21 +346,21 @@ func (s *Scraper) get(ctx context.Context, target string, res *reservation, need
 		return nil, "", err
 	}
 	// What the body and its series cost is charged by now; the rest of a
-	// reservation made for a body of unknown size goes back at once, to
-	// the scrapes waiting for it.
+	// reservation made for a body of unknown size (see unseenBodyCharge)
+	// goes back at once, to the scrapes waiting for it.
 	res.trim()
 	return body, format, nil
 }
 
-// unseenBodyCharge is what a body is charged before it is read when
-// neither the response nor the target's last scrape says how large it
-// is: as much as the limits let it cost (capped at the whole budget),
-// which is given back once the body is read (reservation.trim). Charged
-// a chunk at a time instead, 16 such first scrapes of 8 MiB bodies under
-// a 96 MiB budget each ran short part-way, dropped what they had read and
-// fetched again, 54 fetches in all, and the dropped bodies took the
-// process 8 MiB past the budget plus 64 MiB it is held to. Without a body
-// limit nothing bounds the cost, and the body is charged as it arrives.
+// unseenBodyCharge is what a scrape of a target never scraped before
+// waits for when its first attempt ran short of budget part-way: as much
+// as the limits let a body cost (capped at the whole budget), given back
+// once the body is read (reservation.trim), so the second attempt is the
+// last. The first attempt is charged as the body arrives: charged at the
+// limits up front, the first scrapes of a fleet of small bodies would
+// queue six at a time for a default budget, and a large fleet's first
+// round would time out waiting. 0 once the target's footprint is known,
+// and without a body limit or a budget.
 func (s *Scraper) unseenBodyCharge() int64 {
 	if s.footprint.Bytes() > 0 || s.limits.MaxBodyBytes <= 0 || s.limits.Budget.Size() == 0 {
 		return 0

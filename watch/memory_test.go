@@ -48,28 +48,31 @@ func peakRSS(t *testing.T, reset bool) int64 {
 // Sixteen targets serving bodies at the size limit, scraped at once, over
 // a few rounds: the scrape memory budget, not the number of targets,
 // bounds what the scrapes hold, and it does so by making scrapes wait for
-// room, so every target is scraped in every round, and fetched once. The
-// bodies are chunked, so their size is not announced: in the first round a
-// scrape waits for all a body at the limit can cost (collector's
-// unseenBodyCharge) and gives back the rest once it is read; later rounds
-// wait for what each target needed last time.
+// room, so every target is scraped in every round. The bodies are chunked,
+// so their size is not announced: in the first round a scrape is charged
+// as its body arrives, and one that runs short part-way drops what it read
+// and waits for all a body at the limits can cost (collector's
+// unseenBodyCharge), so it fetches at most twice; later rounds wait for
+// what each target needed last time and fetch once.
 //
 // Bound stated: peak RSS grows by at most the budget plus 64 MiB (160 MiB)
 // over the baseline. What the budget guarantees is that the scrapes'
 // charges in flight stay under it; RSS follows from that only loosely (the
-// collector, at the default GOGC, lets the heap reach twice what is live).
-// Here the charges overstate what is held (512 B for each padding line,
-// which the stream parser skips without allocating), which is why the peak
-// is well under twice the budget.
+// collector, at the default GOGC, lets the heap reach twice what is live,
+// and a body dropped to be fetched again is garbage until it runs). Here
+// the charges overstate what is held (512 B for each padding line, which
+// the stream parser skips without allocating), which is why the peak is
+// well under twice the budget.
 //
-// Measured on 2026-12-04, three runs of this test alone on this 2-core
-// machine: every round 16 fetches, peaks of 54–74 MiB over a 27 MiB
-// baseline. The first round used to be charged a chunk at a time, run
-// short part-way and fetch again: 54–78 fetches and first-round peaks of
-// 84–104 MiB alone, 162 and 168 MiB in two CI runs (after the rest of the
-// package, a baseline of 54–58 MiB), over the bound, for bodies dropped
-// to be fetched again. (Before scrapes waited for room at all, the peak
-// was 254 MiB with 5 of the 16 scrapes refused, and 252–310 MiB in CI.)
+// Measured on 2026-12-05 on this 2-core machine, nothing else running,
+// the package's tests run whole (a baseline of 53-58 MiB): the first
+// round made 31-32 fetches and peaked at 94-106 MiB over the baseline, in
+// 0.70-0.83 s; later rounds 16 fetches, 52-68 MiB. Before a short first
+// scrape waited for the limits' charge (it asked for twice what it had
+// read, each time), the first round made 57-58 fetches and peaked at
+// 101-102 MiB, and two CI runs under load read 162 and 168 MiB, over the
+// bound. (Before scrapes waited for room at all, the peak was 254 MiB with
+// 5 of the 16 scrapes refused, and 252-310 MiB in CI.)
 //
 // The collector runs under a memory limit of the bound over the baseline,
 // as `kneewatch serve` sets one below its pod's memory limit (--auto-gomemlimit.ratio): without one,
@@ -132,8 +135,10 @@ func TestSixteenTargetsAtTheBodyLimitAreAllScrapedWithinTheMemoryBudget(t *testi
 		peak = max(peak, p)
 		t.Logf("round %d: %d of 16 targets × %d MiB bodies scraped with a %d MiB budget in %s, %d fetches; peak RSS %d MiB over a baseline of %d MiB",
 			round, up, limit>>20, budget>>20, time.Since(start).Round(time.Millisecond), fetches.Load(), (p-base)>>20, base>>20)
-		if fetches.Load() != 16 {
-			t.Errorf("round %d: %d fetches, want one for each of the 16 targets: a scrape that runs short of budget part-way drops what it read and fetches again", round, fetches.Load())
+		// A first scrape that runs short of budget drops what it read and
+		// fetches again, once; later rounds know each target's footprint.
+		if n := fetches.Load(); round == 0 && n > 32 || round > 0 && n != 16 {
+			t.Errorf("round %d: %d fetches for the 16 targets, want at most two each in the first round and one after", round, n)
 		}
 		// The next round's peak is its own.
 		runtime.GC()
