@@ -405,8 +405,9 @@ func sweepTimeReport(rows []sweepTimeRow) string {
 		"parts, 7 halvings from 0.1×), run with seeds 1 to %d: near the knee whether a run meets a bad\n"+
 		"window is itself random, so each seed's bisection is one draw, and the truth here is their median,\n"+
 		"the rate at which a 20-minute run breaches about half the time. \"Found\" is one sweep's (seed 1),\n"+
-		"as an operator runs it; the sweep's median over the same seeds shows its bias apart from its\n"+
-		"noise. Total is the closed-loop search plus the trials (seed 1).\n\n", poissonSeeds)
+		"as an operator runs it, its trials judged at %.0f%% of each threshold (sweep.DefaultThresholdShare);\n"+
+		"the sweep's median over the same seeds shows its bias apart from its noise. Total is the\n"+
+		"closed-loop search plus the trials (seed 1).\n\n", poissonSeeds, 100*sweep.DefaultThresholdShare)
 	b.WriteString("| half | deployment | SLO | true rate (req/s): median (range over seeds) | found rate | error | found, median over seeds (range) | its error | trials | trials' time | total |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		if r.truthRate == 0 {
