@@ -70,9 +70,10 @@ type ScrapeLimits struct {
 	// body size, or what its target needed last time (see Footprint). If
 	// it runs short part-way it gives its share back and waits again for
 	// all it now knows it needs (at a target never scraped before, all the
-	// limits let a body cost, the rest given back once it is read). Only a scrape that cannot get room within
-	// its Timeout, or that needs more than the whole budget, fails with
-	// ErrMemoryBudget. Scrapes sharing Budget share the bound.
+	// limits let a body cost, the rest given back once it is read). Only a
+	// scrape that cannot get room within its Timeout, or that needs more
+	// than the whole budget, fails with ErrMemoryBudget. Scrapes sharing
+	// Budget share the bound.
 	MemoryBudgetBytes int64
 	// Budget is the shared budget, built from MemoryBudgetBytes when nil.
 	Budget *MemoryBudget

@@ -21,7 +21,7 @@ func writeOpenLoop(b *bytes.Buffer, out *Outcome, slo knee.SLO) {
 	fmt.Fprintf(b, "Each trial sends requests at exponentially distributed gaps, never waiting for answers, as users do. "+
 		"A trial keeps the SLO when the %s TTFT and TPOT over a sliding window held within %s of their thresholds at every tick of its steady part, "+
 		"at most %.0f%% of its requests failed, and it never reached the cap on outstanding requests. "+
-		"In flight is the client's mean over the steady part.\n\n", q, shareLabel(out.ThresholdShare), 100*MaxErrorRate)
+		"In flight is the client's mean over the steady part.\n\n", q, fmt.Sprintf("%.0f%%", 100*judgingShare(out.ThresholdShare)), 100*MaxErrorRate)
 	if ck := out.ClosedLoopKnee; ck != nil {
 		fmt.Fprintf(b, "| knee | requests/s | in flight | output tok/s | goodput tok/s | KV cache | limited by |\n")
 		fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---|\n")
@@ -55,14 +55,6 @@ func writeOpenLoop(b *bytes.Buffer, out *Outcome, slo knee.SLO) {
 				"a longer `--open-loop-steady` judges a low rate on more requests.\n", i+1, tr.Ticks-tr.Judged, tr.Ticks, knee.MinWindowRequests, knee.MaxWindowStretch)
 		}
 	}
-}
-
-// shareLabel names the share of the thresholds trials were judged at.
-func shareLabel(share float64) string {
-	if share <= 0 || share >= 1 {
-		return "100%"
-	}
-	return fmt.Sprintf("%.0f%%", 100*share)
 }
 
 // knownSeconds is seconds, or a dash for an unknown value.

@@ -248,11 +248,20 @@ func RunTrial(ctx context.Context, client *Client, cfg TrialConfig) (Trial, erro
 	return t, nil
 }
 
+// judgingShare is the share of the thresholds a trial judged with share
+// (a ThresholdShare) is held to: 0 means the thresholds themselves.
+func judgingShare(share float64) float64 {
+	if share > 0 && share < 1 {
+		return share
+	}
+	return 1
+}
+
 // JudgedSLO is the SLO a trial's windows are judged against: each
 // threshold times ThresholdShare.
 func (cfg TrialConfig) JudgedSLO() knee.SLO {
 	slo := cfg.SLO
-	if share := cfg.ThresholdShare; share > 0 && share < 1 {
+	if share := judgingShare(cfg.ThresholdShare); share < 1 {
 		// To the microsecond, so a report reads 75ms, not 74.999999ms.
 		scale := func(d knee.Duration) knee.Duration {
 			return knee.Duration(time.Duration(float64(d) * share).Round(time.Microsecond))
@@ -312,7 +321,7 @@ func judgeTrial(t *Trial, reqs []*sentRequest, cfg TrialConfig, from, to time.Ti
 		// Before the steady part's length: a trial stopped at a breach on
 		// its first tick has none.
 		t.Breach = w.describe(q, judged, from)
-		if share := cfg.ThresholdShare; share > 0 && share < 1 {
+		if share := judgingShare(cfg.ThresholdShare); share < 1 {
 			t.Breach += fmt.Sprintf(" (judged at %.0f%% of the SLO's thresholds)", 100*share)
 		}
 	case t.Steady <= 0:

@@ -51,18 +51,13 @@ func TestATrialsInFlightIsTheExactIntegralOverItsSteadyPart(t *testing.T) {
 
 func TestATrialBreakingTheWindowedSLOSaysWhichPercentileAndWhen(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	var reqs []*sentRequest
 	// 300 requests, one every 100 ms; from 20 s on their TTFT is 2 s.
-	for i := range 300 {
-		start := t0.Add(time.Duration(i) * 100 * time.Millisecond)
-		ttft := 100 * time.Millisecond
+	reqs := evenRequests(t0, 300, 100*time.Millisecond, func(i int) time.Duration {
 		if i >= 200 {
-			ttft = 2 * time.Second
+			return 2 * time.Second
 		}
-		e2e := ttft + 500*time.Millisecond
-		reqs = append(reqs, &sentRequest{sent: start, done: start.Add(e2e), res: Result{
-			Start: start, TTFT: ttft, E2E: e2e, OutputTokens: 51, PromptTokens: 10, Request: Request{PromptTokens: 10, MaxTokens: 51}}})
-	}
+		return 100 * time.Millisecond
+	})
 	slo := knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(50 * time.Millisecond), Quantile: 0.99}
 	from, to := t0.Add(15*time.Second), t0.Add(30*time.Second)
 	tr := Trial{Steady: to.Sub(from)}
@@ -79,24 +74,33 @@ func TestATrialBreakingTheWindowedSLOSaysWhichPercentileAndWhen(t *testing.T) {
 	}
 }
 
+// evenRequests are n completed requests sent every gap from t0, the i-th
+// with TTFT ttft(i) and 50 output tokens 10 ms apart after it.
+func evenRequests(t0 time.Time, n int, gap time.Duration, ttft func(i int) time.Duration) []*sentRequest {
+	reqs := make([]*sentRequest, 0, n)
+	for i := range n {
+		start := t0.Add(time.Duration(i) * gap)
+		first := ttft(i)
+		e2e := first + 500*time.Millisecond
+		reqs = append(reqs, &sentRequest{sent: start, done: start.Add(e2e), res: Result{
+			Start: start, TTFT: first, E2E: e2e, OutputTokens: 51, PromptTokens: 10, Request: Request{PromptTokens: 10, MaxTokens: 51}}})
+	}
+	return reqs
+}
+
 // TestATrialIsJudgedAtItsShareOfTheThresholds: a trial whose windowed p99
 // TTFT sits at 95% of the threshold keeps the SLO judged at the threshold
 // itself, and breaks it judged at 90% of it, saying so, while its goodput
 // still counts every request under the threshold as good.
 func TestATrialIsJudgedAtItsShareOfTheThresholds(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	var reqs []*sentRequest
 	// 300 requests, one every 100 ms, every fifth with a TTFT of 0.95 s.
-	for i := range 300 {
-		start := t0.Add(time.Duration(i) * 100 * time.Millisecond)
-		ttft := 100 * time.Millisecond
+	reqs := evenRequests(t0, 300, 100*time.Millisecond, func(i int) time.Duration {
 		if i%5 == 0 {
-			ttft = 950 * time.Millisecond
+			return 950 * time.Millisecond
 		}
-		e2e := ttft + 500*time.Millisecond
-		reqs = append(reqs, &sentRequest{sent: start, done: start.Add(e2e), res: Result{
-			Start: start, TTFT: ttft, E2E: e2e, OutputTokens: 51, PromptTokens: 10, Request: Request{PromptTokens: 10, MaxTokens: 51}}})
-	}
+		return 100 * time.Millisecond
+	})
 	slo := knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(50 * time.Millisecond), Quantile: 0.99}
 	from, to := t0.Add(15*time.Second), t0.Add(25*time.Second)
 	for _, tc := range []struct {
@@ -124,14 +128,7 @@ func TestATrialIsJudgedAtItsShareOfTheThresholds(t *testing.T) {
 // started".
 func TestATrialStoppedAtABreachOnItsFirstTickSaysWhatBroke(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	var reqs []*sentRequest
-	for i := range 200 {
-		start := t0.Add(time.Duration(i) * 50 * time.Millisecond)
-		ttft := 2 * time.Second
-		e2e := ttft + 500*time.Millisecond
-		reqs = append(reqs, &sentRequest{sent: start, done: start.Add(e2e), res: Result{
-			Start: start, TTFT: ttft, E2E: e2e, OutputTokens: 51, PromptTokens: 10, Request: Request{PromptTokens: 10, MaxTokens: 51}}})
-	}
+	reqs := evenRequests(t0, 200, 50*time.Millisecond, func(int) time.Duration { return 2 * time.Second })
 	slo := knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(50 * time.Millisecond), Quantile: 0.99}
 	at := t0.Add(15 * time.Second)
 	tr := Trial{StoppedAtBreach: true}

@@ -22,13 +22,12 @@ import (
 // by TestSweepPoissonVariants: the sweep's, with a longer warm-up, more
 // requests per trial or a verdict at a share of the thresholds.
 type poissonVariant struct {
-	name           string
-	warmup         time.Duration
-	warmupRequests int     // the warm-up runs at least this many arrivals
-	warmupLatency  float64 // the warm-up runs at least this many of the closed-loop knee's request latencies
-	requests       int
-	share          float64 // kept only where every windowed percentile ≤ share × its threshold (0: the thresholds)
-	seed           uint64  // the trials' arrivals and lengths (0: 1)
+	name          string
+	warmup        time.Duration
+	warmupLatency float64 // the warm-up runs at least this many of the closed-loop knee's request latencies
+	requests      int
+	share         float64 // kept only where every windowed percentile ≤ share × its threshold (0: the thresholds)
+	seed          uint64  // the trials' arrivals and lengths (0: 1)
 	// horizon, when set, eases the share toward 1 as a trial's steady part
 	// nears it: share + (1 − share) × min(1, steady ÷ horizon).
 	horizon time.Duration
@@ -60,8 +59,7 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 			share += (1 - share) * min(1, steady.Seconds()/v.horizon.Seconds())
 		}
 		strict := sweep.TrialConfig{SLO: slo, ThresholdShare: share}.JudgedSLO()
-		warm := max(ol.Warmup, time.Duration(float64(v.warmupRequests)/rate*float64(time.Second)).Round(time.Second),
-			time.Duration(v.warmupLatency*float64(latency)).Round(time.Second))
+		warm := max(ol.Warmup, time.Duration(v.warmupLatency*float64(latency)).Round(time.Second))
 		lv, err := sim.RunOpenLoop(ctx, sim.OpenLoopLevelConfig{Engine: sim.Config{Preset: p}, Workload: gen, Rate: rate, SLO: strict, Seed: max(v.seed, 1),
 			OpenLoop: sim.OpenLoopConfig{Warmup: warm, Steady: steady, Tick: ol.Tick, SLOWindow: ol.SLOWindow, Low: ol.Low, Steps: ol.Steps}})
 		if err != nil {

@@ -1,14 +1,11 @@
 package release
 
 import (
-	"archive/tar"
 	"compress/gzip"
 	"debug/buildinfo"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -55,8 +52,8 @@ func TestReleaseArchives(t *testing.T) {
 	}
 }
 
-// extractTarGz writes the regular files of a .tar.gz under dir and
-// returns their names.
+// extractTarGz writes a .tar.gz under dir (extractTar) and returns its
+// regular files' names.
 func extractTarGz(t *testing.T, path, dir string) map[string]bool {
 	t.Helper()
 	f, err := os.Open(path)
@@ -68,37 +65,5 @@ func extractTarGz(t *testing.T, path, dir string) map[string]bool {
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	names := map[string]bool{}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return names
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		name := filepath.Clean(filepath.FromSlash(h.Name))
-		if filepath.IsAbs(name) || strings.HasPrefix(name, "..") {
-			t.Fatalf("%s: entry %q leaves the archive's directory", path, h.Name)
-		}
-		target := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		w, err := os.Create(target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(w, tr); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		names[filepath.ToSlash(name)] = true
-	}
+	return extractTar(t, gz, dir)
 }

@@ -333,16 +333,26 @@ func extract(t *testing.T, img v1.Image, dir string) {
 	t.Helper()
 	rc := mutate.Extract(img)
 	defer rc.Close()
-	tr := tar.NewReader(rc)
+	extractTar(t, rc, dir)
+}
+
+// extractTar writes a tar stream's directories, symlinks and regular files
+// under dir, and returns the regular files' names (cleaned, slash-separated,
+// relative to dir). Any other entry type fails the test.
+func extractTar(t *testing.T, r io.Reader, dir string) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return
+			return names
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		target := filepath.Join(dir, filepath.FromSlash(path.Clean("/"+h.Name)))
+		name := path.Clean("/" + h.Name)
+		target := filepath.Join(dir, filepath.FromSlash(name))
 		switch h.Typeflag {
 		case tar.TypeDir:
 			err = os.MkdirAll(target, 0o755)
@@ -357,6 +367,7 @@ func extract(t *testing.T, img v1.Image, dir string) {
 					err = os.WriteFile(target, data, os.FileMode(h.Mode).Perm())
 				}
 			}
+			names[name[1:]] = true
 		default:
 			t.Fatalf("%s: unexpected tar entry type %q", h.Name, h.Typeflag)
 		}
