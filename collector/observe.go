@@ -92,6 +92,11 @@ func promptTailFloor(w *Window, at time.Time) float64 {
 // from the queue gauges (see littleInFlight).
 const littleMaxLatencyShare = 0.1
 
+// littleQueueSigmas is how many standard errors of the gauges' mean
+// in-flight count it must stand above Little's law's before the gauges are
+// kept (see littleInFlight).
+const littleQueueSigmas = 3
+
 // littleInFlight replaces the gauges' mean in-flight (and running and
 // waiting) requests with Little's law's, when the requests are short
 // against the window: the rate of the end-to-end latency histogram's _sum
@@ -105,7 +110,17 @@ const littleMaxLatencyShare = 0.1
 // speed against that inflated load took a third off its headroom. Little's
 // law counts each request once its latency is known, so it lags by about
 // one request's latency: with requests longer than a tenth of the window
-// (long contexts, a queue building), the gauges are kept.
+// (long contexts), the gauges are kept.
+//
+// It sees only the requests that finished. While a queue builds, the
+// requests stuck in it have not, and the few that did were the quick ones:
+// a 70B chat replica whose traffic turned 30% long-context held 119
+// requests a minute after the step while Little's law, over the requests
+// that got out, read 6, and the headroom rose as the replica drowned. So
+// the gauges are kept too when their mean stands above Little's by more
+// than its sampling noise (littleQueueSigmas standard errors of a mean of
+// Poisson counts, the variance the gauges' own mean): at a steady load
+// the two agree within it.
 func littleInFlight(o *knee.Observation, w *Window, at time.Time) {
 	mean, err := w.HistogramMean(SignalE2E, at)
 	if err != nil || !(mean > 0) || mean > littleMaxLatencyShare*w.Width().Seconds() {
@@ -114,6 +129,13 @@ func littleInFlight(o *knee.Observation, w *Window, at time.Time) {
 	busy, err := w.HistogramSumRate(SignalE2E, at)
 	if err != nil || busy < 0 {
 		return
+	}
+	if gauged := o.InFlight; knee.Known(gauged) {
+		if pts, err := w.gaugePoints(at, []Signal{SignalRunning, SignalWaiting}); err == nil {
+			if se := math.Sqrt(max(gauged, 1) / float64(len(pts))); gauged > busy+littleQueueSigmas*se {
+				return
+			}
+		}
 	}
 	o.InFlight = busy
 	if queued, err := w.HistogramSumRate(SignalQueueTime, at); err == nil && queued >= 0 && queued <= busy {

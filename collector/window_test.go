@@ -325,3 +325,48 @@ func TestObservePromptTailIsTheFloorOfThePercentilesBucket(t *testing.T) {
 		})
 	}
 }
+
+// In-flight load is read by Little's law over the requests that finished
+// when the gauges agree with it within their sampling noise, and from the
+// gauges when they stand clearly above it: a queue building holds requests
+// that have not finished, which Little's law cannot see.
+func TestObserveReadsInFlightByLittlesLawUnlessTheGaugesSeeAQueueItCannot(t *testing.T) {
+	bounds := []float64{1, 5, 10}
+	// A 60 s window scraped every 5 s: 60 requests of 2 s each finish in
+	// it (Little's law: 60 × 2 s ÷ 60 s = 2 in flight), while the gauges
+	// read running + waiting as given at each scrape.
+	observe := func(inFlight func(i int) float64) knee.Observation {
+		var snaps []Snapshot
+		for i := 0; i <= 12; i++ {
+			n := float64(5 * i)
+			e2e := hist(bounds, 0, n, n, n)
+			e2e.Sum = 2 * n
+			snaps = append(snaps, snap(float64(5*i),
+				map[Signal]float64{SignalRunning: inFlight(i), SignalWaiting: 0},
+				nil, map[Signal]Histogram{SignalE2E: e2e}))
+		}
+		return Observe(mustWindow(t, time.Minute, 16, snaps...), sec(60), nil)
+	}
+	tests := []struct {
+		name     string
+		inFlight func(i int) float64
+		want     float64
+	}{
+		// Gauges sampling a steady 2 in flight as 1-4: their mean (2.5) is
+		// within noise of Little's 2 (3 standard errors: 1.4), which counts
+		// every request exactly.
+		{"a steady load reads Little's law", func(i int) float64 { return []float64{1, 4, 2, 3}[i%4] }, 2},
+		// A queue growing by 4 a scrape to 48: the requests stuck in it have
+		// not finished, and the gauges' mean over the window's scrapes (4 to
+		// 48, the one at its start excluded) is what is in flight.
+		{"a queue building reads the gauges", func(i int) float64 { return float64(4 * i) }, 26},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := observe(tt.inFlight)
+			if math.Abs(o.InFlight-tt.want) > 1e-9 {
+				t.Errorf("in flight = %v, want %v", o.InFlight, tt.want)
+			}
+		})
+	}
+}
