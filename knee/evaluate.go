@@ -152,7 +152,9 @@ type Result struct {
 // per request drift from the profile's by more than noise (mixNoiseBand,
 // see Profile.mixShiftAt), or the observed p99 prompt (PromptTokensP99)
 // outgrows the profile's 99.9th percentile (P999PromptTokens) by more
-// than tailNoiseBand. Result.Knee is the knee used, moved or not.
+// than tailNoiseBand, or past its own prompt distribution's p99 by more
+// than chance explains (Profile.heavyTailGrowth). Result.Knee is the knee
+// used, moved or not.
 // Longer prompts are not the only shift that costs capacity: chat traffic
 // turning toward code-like requests with longer outputs at a constant
 // request rate breaks the SLO while the profile's knee still shows ~0.2 of
@@ -238,7 +240,7 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 		meanPrompt, meanOutput = nan, nan
 	}
 	promptBand, outputBand := p.mixNoiseBands(obs.MixRequests)
-	shift := p.mixShiftAt(meanPrompt, meanOutput, obs.PromptTokensP99, promptBand, outputBand)
+	shift := p.mixShiftAt(meanPrompt, meanOutput, obs.PromptTokensP99, obs.MixRequests, promptBand, outputBand)
 	r := Result{
 		OK:                    true,
 		Load:                  load,

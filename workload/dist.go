@@ -182,5 +182,35 @@ func (d Dist) Quantile(q float64) float64 {
 	return 0
 }
 
+// Above is the share of d's draws longer than x tokens, analytically like
+// Mean (the lognormal's clamp puts its tail beyond Max at Max).
+func (d Dist) Above(x float64) float64 {
+	switch d.Kind {
+	case KindFixed:
+		if float64(d.Value) > x {
+			return 1
+		}
+		return 0
+	case KindUniform:
+		n := float64(d.Max - d.Min + 1)
+		return min(max((float64(d.Max)-math.Floor(x))/n, 0), 1)
+	case KindLognormal:
+		lo, hi := d.bounds()
+		switch {
+		case x >= hi:
+			return 0
+		case x < lo:
+			return 1
+		case d.Sigma == 0:
+			if d.Median > x {
+				return 1
+			}
+			return 0
+		}
+		return 1 - phi((math.Log(x)-math.Log(d.Median))/d.Sigma)
+	}
+	return 0
+}
+
 // phi is the standard normal CDF.
 func phi(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }

@@ -194,3 +194,36 @@ func TestPresetsHaveTheAdvertisedShapes(t *testing.T) {
 		t.Errorf("%d presets, but %d are tested", got, len(tests))
 	}
 }
+
+// Above is the complement of Quantile: the share of draws past a
+// distribution's q-quantile is 1 − q, inside a lognormal's clamp and over
+// a uniform's range; past a lognormal's Max there are none.
+func TestDistAboveIsTheShareOfDrawsPastALength(t *testing.T) {
+	ln := Dist{Kind: KindLognormal, Median: 133, Sigma: 0.9, Min: 4, Max: 4096}
+	un := Dist{Kind: KindUniform, Min: 8000, Max: 16000}
+	for _, q := range []float64{0.5, 0.9, 0.99} {
+		if got := ln.Above(ln.Quantile(q)); math.Abs(got-(1-q)) > 1e-9 {
+			t.Errorf("lognormal: share past its %g quantile = %g, want %g", q, got, 1-q)
+		}
+		if got := un.Above(un.Quantile(q)); math.Abs(got-(1-q)) > 1e-3 {
+			t.Errorf("uniform: share past its %g quantile = %g, want %g", q, got, 1-q)
+		}
+	}
+	fixed := Dist{Kind: KindFixed, Value: 200}
+	for _, c := range []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"lognormal past its Max", ln.Above(4096), 0},
+		{"lognormal under its Min", ln.Above(2), 1},
+		{"uniform past its Max", un.Above(20000), 0},
+		{"uniform under its Min", un.Above(100), 1},
+		{"fixed under its value", fixed.Above(199), 1},
+		{"fixed at its value", fixed.Above(200), 0},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %g, want %g", c.name, c.got, c.want)
+		}
+	}
+}
