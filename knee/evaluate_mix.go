@@ -294,7 +294,8 @@ const minTailShare = 0.001
 // p99, less 1), when the window's requests could not have put 1% of their
 // prompts past that floor by chance at the profile's own prompt lengths;
 // 0 otherwise, and when the profile does not record its prompt
-// distribution or the window's request count is unknown.
+// distribution or the window's request count is unknown. The profile's
+// lengths are read as served (see servedPromptDist).
 //
 // A p99 latency SLO is set by the slowest 1% of requests, so a heavy
 // minority moves the knee far more than the mean it adds: on the
@@ -310,19 +311,58 @@ const minTailShare = 0.001
 // (Poisson), so a low-rate window whose p99 is one long prompt of the
 // profile's own does not count.
 func (p *Profile) heavyTailGrowth(promptP99, requests float64) float64 {
-	d := p.Workload.Prompt
-	if d.Kind == "" || !Known(promptP99) || !(promptP99 > 0) || !Known(requests) || !(requests > 0) {
+	served, ok := p.servedPrompts()
+	if !ok || !Known(promptP99) || !(promptP99 > 0) || !Known(requests) || !(requests > 0) {
 		return 0
 	}
-	p99 := d.Quantile(0.99)
+	p99 := served.quantile99()
 	if !(p99 > 0) || promptP99 <= p99 {
 		return 0
 	}
 	k := math.Ceil(0.01 * requests)
-	if poissonAtLeast(k, requests*max(d.Above(promptP99), minTailShare)) >= heavyTailChance {
+	if poissonAtLeast(k, requests*max(served.above(promptP99), minTailShare)) >= heavyTailChance {
 		return 0
 	}
 	return promptP99/p99 - 1
+}
+
+// servedPromptDist is the prompt distribution a profile was swept with,
+// read on the scale of the lengths the server reported. The sweep asks for
+// lengths (the distribution) but records the served ones (its means, the
+// server's tokenizer and chat template), and live windows are served
+// lengths too: a template's few dozen tokens on every prompt would
+// otherwise put far more prompts past a length than the distribution
+// says. Whether the difference is a constant per prompt (a template) or a
+// ratio (another tokenizer), the mean alone cannot tell, so both are read
+// and the reading that explains more of a tail counts: the longer p99,
+// the larger share past a length.
+type servedPromptDist struct {
+	asked        workload.Dist
+	scale, shift float64 // served ≈ asked × scale, or asked + shift
+}
+
+// servedPrompts is p's servedPromptDist; ok is false when p does not
+// record the distribution it was swept with (a trace, a v1 profile).
+func (p *Profile) servedPrompts() (servedPromptDist, bool) {
+	d := p.Workload.Prompt
+	if d.Kind == "" {
+		return servedPromptDist{}, false
+	}
+	s := servedPromptDist{asked: d, scale: 1}
+	if asked, served := d.Mean(), p.Workload.MeanPromptTokens; asked > 0 && served > 0 {
+		s.scale, s.shift = served/asked, served-asked
+	}
+	return s, true
+}
+
+func (s servedPromptDist) quantile99() float64 {
+	q := s.asked.Quantile(0.99)
+	return max(q*s.scale, q+s.shift)
+}
+
+// above is the share of served prompts longer than x tokens.
+func (s servedPromptDist) above(x float64) float64 {
+	return max(s.asked.Above(x/s.scale), s.asked.Above(x-s.shift))
 }
 
 // poissonAtLeast is P(N ≥ k) for N Poisson with mean lambda.

@@ -596,12 +596,14 @@ func TestTheSpeedDimensionReadsAgainstTheKneeAMixRaised(t *testing.T) {
 // this chat mix puts 0.13% of its prompts, is read as the mix's prompts
 // scaled to 2000 ÷ its 99th percentile. One long prompt in 100 requests
 // is chance, and moves nothing; so does a tail under the mix's own p99,
-// a profile that does not record its prompt distribution, and a window
-// whose request count is unknown.
+// a profile that does not record its prompt distribution, a window whose
+// request count is unknown, and a tail that the server's own lengths (the
+// profile's served mean against the distribution's) put there.
 func TestAHeavyMinorityOfLongPromptsMovesTheKneeByItsTail(t *testing.T) {
 	p := loadMix(t)
 	mp, mo := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
-	p99 := p.Workload.Prompt.Quantile(0.99)
+	served, _ := p.servedPrompts()
+	p99 := served.quantile99()
 	const floor = 2000.0
 	// The mean that, shrunk by the band, reads prompts ×floor/p99.
 	want := p.mixShiftAt((floor/p99+mixNoiseBand)*mp, mo, Unknown(), Unknown(), mixNoiseBand, mixNoiseBand)
@@ -614,6 +616,11 @@ func TestAHeavyMinorityOfLongPromptsMovesTheKneeByItsTail(t *testing.T) {
 	}
 	noDist := loadMix(t)
 	noDist.Workload.Mix = workload.Mix{Name: "trace"}
+	// A server whose prompts run twice the lengths the sweep asked for (a
+	// long system prompt in its template) served a p99 past 2000 tokens all
+	// along.
+	doubled := loadMix(t)
+	doubled.Workload.MeanPromptTokens = 2 * doubled.Workload.Prompt.Mean()
 	for _, c := range []struct {
 		name    string
 		p       *Profile
@@ -623,8 +630,9 @@ func TestAHeavyMinorityOfLongPromptsMovesTheKneeByItsTail(t *testing.T) {
 		{"a tail under the mix's own p99", p, 1000, 2400},
 		{"a profile without its prompt distribution", noDist, floor, 2400},
 		{"an unknown request count", p, floor, Unknown()},
+		{"a profile served twice the prompt lengths it asked for", doubled, floor, 2400},
 	} {
-		if s := c.p.mixShiftAt(mp, mo, c.tail, c.n, mixNoiseBand, mixNoiseBand); s.moved {
+		if s := c.p.mixShiftAt(c.p.Workload.MeanPromptTokens, mo, c.tail, c.n, mixNoiseBand, mixNoiseBand); s.moved {
 			t.Errorf("%s moved the knee ×%g", c.name, s.concurrency)
 		}
 	}
