@@ -289,6 +289,13 @@ const heavyTailChance = 1e-4
 // 4,500-token clamp, every window with a few longer prompts was evidence.
 const minTailShare = 0.001
 
+// maxTailRequests is the most requests heavyTailGrowth's test counts: past
+// it, a window's share is judged as if over this many. poissonAtLeast sums
+// one term per request in 100, and a count no replica reaches (an
+// upstream's broken histogram) must not stall the evaluation; the test
+// only grows more cautious for it.
+const maxTailRequests = 1e5
+
 // heavyTailGrowth is how much longer than the profile's 99th percentile
 // prompt the window's is (its bucket's floor, promptP99, ÷ the profile's
 // p99, less 1), when the window's requests could not have put 1% of their
@@ -319,8 +326,9 @@ func (p *Profile) heavyTailGrowth(promptP99, requests float64) float64 {
 	if !(p99 > 0) || promptP99 <= p99 {
 		return 0
 	}
-	k := math.Ceil(0.01 * requests)
-	if poissonAtLeast(k, requests*max(served.above(promptP99), minTailShare)) >= heavyTailChance {
+	n := min(requests, maxTailRequests)
+	k := math.Ceil(0.01 * n)
+	if poissonAtLeast(k, n*max(served.above(promptP99), minTailShare)) >= heavyTailChance {
 		return 0
 	}
 	return promptP99/p99 - 1

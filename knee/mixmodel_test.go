@@ -614,6 +614,11 @@ func TestAHeavyMinorityOfLongPromptsMovesTheKneeByItsTail(t *testing.T) {
 	if !cmp.Equal(got, want, cmp.AllowUnexported(mixShift{}), cmpopts.EquateApprox(1e-12, 0)) {
 		t.Errorf("1%% of 2400 prompts past %g moved the knee ×%g, want ×%g (prompts ×%.2f)", floor, got.concurrency, want.concurrency, floor/p99)
 	}
+	// A count no replica reaches (a broken upstream) is judged as
+	// maxTailRequests, and returns: summed term by term, 1e15 would not.
+	if got := p.mixShiftAt(mp, mo, floor, 1e15, mixNoiseBand, mixNoiseBand); !cmp.Equal(got, want, cmp.AllowUnexported(mixShift{}), cmpopts.EquateApprox(1e-12, 0)) {
+		t.Errorf("1%% of 1e15 prompts past %g moved the knee ×%g, want ×%g", floor, got.concurrency, want.concurrency)
+	}
 	noDist := loadMix(t)
 	noDist.Workload.Mix = workload.Mix{Name: "trace"}
 	// A server whose prompts run twice the lengths the sweep asked for (a
