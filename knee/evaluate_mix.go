@@ -121,10 +121,10 @@ func (p *Profile) hasMixModel() bool { return p.MixModel != nil && len(p.MixMode
 // than the band in some windows, and paged it.
 // Past that reference by more than tailNoiseBand, the prompts are read at
 // the tail's scale (the model's scaled mixes scale every prompt, their
-// tails with their means), when that is heavier than the mean says. So
-// they are when the tail is past the profile's own p99 by more than chance
-// over the window's requests (the count it was read over) explains (see
-// heavyTailGrowth).
+// tails with their means), when that is heavier than the mean says. They
+// are read at the tail's scale too when more of the window's requests (the
+// count the tail was read over) lie past the profile's own p99 than chance
+// explains (see heavyTailGrowth).
 func (p *Profile) mixShiftAt(prompt, output, promptP99, requests, promptBand, outputBand float64) mixShift {
 	m := p.MixModel
 	mp, mo := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
@@ -318,8 +318,11 @@ const maxTailRequests = 1e5
 // (Poisson), so a low-rate window whose p99 is one long prompt of the
 // profile's own does not count.
 func (p *Profile) heavyTailGrowth(promptP99, requests float64) float64 {
+	if !Known(promptP99) || !(promptP99 > 0) || !Known(requests) || !(requests > 0) {
+		return 0
+	}
 	served, ok := p.servedPrompts()
-	if !ok || !Known(promptP99) || !(promptP99 > 0) || !Known(requests) || !(requests > 0) {
+	if !ok {
 		return 0
 	}
 	p99 := served.quantile99()
