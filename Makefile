@@ -244,7 +244,7 @@ FUZZTIME ?= 60s
 # lines up to the one that crashes, which reads well enough in a seed file.
 FUZZMINIMIZETIME ?= 100x
 FUZZ_TARGETS := ./collector:FuzzVLLM ./collector:FuzzSGLang ./collector:FuzzTGI ./collector:FuzzTRTLLM \
-	./collector:FuzzDCGM ./knee:FuzzParse ./config:FuzzParse
+	./collector:FuzzDCGM ./knee:FuzzParse ./knee:FuzzEvaluate ./config:FuzzParse
 
 .PHONY: fuzz
 fuzz:

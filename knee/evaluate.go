@@ -50,7 +50,7 @@ const (
 	ReasonNoProfile          = "no_profile"          // the replica has no knee profile
 	ReasonInvalidProfile     = "invalid_profile"     // the profile's knee concurrency is not > 0
 	ReasonNoEngineMetrics    = "no_engine_metrics"   // in-flight load is unknown
-	ReasonInvalidObservation = "invalid_observation" // in-flight load is negative
+	ReasonInvalidObservation = "invalid_observation" // in-flight load is negative, or the observation reads off any scale (see Evaluate)
 )
 
 // Defaults for Options.
@@ -251,6 +251,13 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	for d := range r.Ratios {
 		r.Ratios[d] = nan
 	}
+	// A mix so far past the model's that its knee underflows (a mean
+	// prompt of 1e300 tokens, from a broken histogram sum) is no reading of
+	// the replica: exported, it was a knee of 0 and a headroom of -Inf,
+	// which pages.
+	if !Known(r.Knee.Concurrency) || !(r.Knee.Concurrency > 0) {
+		return notOK(ReasonInvalidObservation)
+	}
 	r.Ratios[DimensionLoad] = load / r.Knee.Concurrency
 	// The speed dimension reads the load against the profile's knee, or
 	// the knee a mix raised (see mixShift.speedKneeFactor).
@@ -300,6 +307,9 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 			r.ThroughputEfficiency = out / expected
 		}
 	}
+	// A running batch read as next to nothing (a gauge of 5e-324) expects
+	// next to no tokens, and the quotient overflows: no speed is read.
+	r.ThroughputEfficiency = knownOrUnknown(r.ThroughputEfficiency)
 	if Known(r.ThroughputEfficiency) && nominalLoad >= opts.effectiveLoadMinRatio() {
 		e := min(max(r.ThroughputEfficiency, minEfficiency), 1)
 		// A closed-loop knee moves down in proportion at least; a Poisson
@@ -314,6 +324,11 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 		r.Ratios[DimensionEffectiveLoad] = ratio
 	}
 
+	// A ratio that overflowed (a KV usage of 1.8e308 over its reference)
+	// reads nothing.
+	for d := range r.Ratios {
+		r.Ratios[d] = knownOrUnknown(r.Ratios[d])
+	}
 	// Ties (within rounding) go to the earlier dimension, so the label does
 	// not flap between two ratios that agree.
 	r.Dimension = DimensionLoad
@@ -323,6 +338,11 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 		}
 	}
 	r.Headroom = 1 - r.Ratios[r.Dimension]
+	// A ratio that overflows (a rate of 1e308 read against a knee) is an
+	// upstream's garbage, not a replica infinitely past its knee.
+	if !Known(r.Headroom) {
+		return notOK(ReasonInvalidObservation)
+	}
 
 	r.SLOAttainment, r.GoodputTokensPerSecond = goodput(&obs)
 	r.TTFTSLORatio = sloRatio(obs.TTFT, p.SLO.Quantile, p.SLO.TTFT)
@@ -440,7 +460,17 @@ func sloRatio(l LatencyQuantiles, q float64, threshold Duration) float64 {
 	if !nonNegative(v) || threshold <= 0 {
 		return Unknown()
 	}
-	return v / threshold.Seconds()
+	return knownOrUnknown(v / threshold.Seconds())
+}
+
+// knownOrUnknown is v, or unknown when a quotient of finite inputs
+// overflowed (a latency of 1.8e308 s over a 50 ms threshold): an
+// exported +Inf is a wrong number, not a large one.
+func knownOrUnknown(v float64) float64 {
+	if !Known(v) {
+		return Unknown()
+	}
+	return v
 }
 
 // drift is |observed − profile| ÷ profile, unknown unless both are known
@@ -449,7 +479,7 @@ func drift(observed, profile float64) float64 {
 	if !nonNegative(observed) || !Known(profile) || profile <= 0 {
 		return Unknown()
 	}
-	return math.Abs(observed-profile) / profile
+	return knownOrUnknown(math.Abs(observed-profile) / profile)
 }
 
 // maxKnown is the larger of the known values among a and b.

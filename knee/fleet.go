@@ -76,11 +76,15 @@ func SummarizeFleet(results []Result, targetHeadroom float64) Fleet {
 	if f.Available == 0 {
 		return f
 	}
-	f.Headroom = 1 - load/kneeConcurrency
-	f.KneeLoad = kneeLoad
-	f.ReplicasNeeded, _ = ReplicasNeeded(kneeLoad, targetHeadroom)
+	// Sums of replicas' finite values can still overflow (two loads of
+	// 1e308 from broken gauges): an overflowed sum is unknown, not ±Inf.
+	f.Headroom = knownOrUnknown(1 - load/kneeConcurrency)
+	f.KneeLoad = knownOrUnknown(kneeLoad)
+	if Known(f.KneeLoad) {
+		f.ReplicasNeeded, _ = ReplicasNeeded(kneeLoad, targetHeadroom)
+	}
 	if offeredKnown {
-		f.OfferedTokensPerSecond = offered
+		f.OfferedTokensPerSecond = knownOrUnknown(offered)
 	}
 	return f
 }

@@ -98,6 +98,9 @@ func TestSummarizeFleet(t *testing.T) {
 	full := Evaluate(observe(100, output(10000)), p, Options{})
 	blind := Evaluate(observe(math.NaN()), p, Options{})
 	noOutput := Evaluate(observe(20), p, Options{})
+	// Broken gauges: each replica's numbers are finite, their sums are not.
+	huge := Evaluate(observe(math.MaxFloat64/2, output(math.MaxFloat64)), p, Options{})
+	hugeKneeLoad := (1 - huge.Headroom) + (1 - huge.Headroom) + (1 - huge.Headroom)
 	nan := math.NaN()
 	tests := []struct {
 		name    string
@@ -114,6 +117,12 @@ func TestSummarizeFleet(t *testing.T) {
 			name:    "an available replica with unknown output leaves the offered tokens/s unknown, not the sizing",
 			results: []Result{half, noOutput},
 			want:    Fleet{Replicas: 2, Available: 2, OfferedTokensPerSecond: nan, KneeLoad: 0.7, ReplicasNeeded: 0.7 / 0.8, Headroom: 0.65},
+		},
+		{
+			name:    "sums that overflow are unknown, not infinite",
+			results: []Result{huge, huge, huge},
+			want: Fleet{Replicas: 3, Available: 3, OfferedTokensPerSecond: nan, KneeLoad: hugeKneeLoad,
+				ReplicasNeeded: hugeKneeLoad / 0.8, Headroom: nan},
 		},
 		{
 			name:    "a fleet with nothing evaluated knows only its size",
