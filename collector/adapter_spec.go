@@ -300,6 +300,12 @@ func readSpec(fi familyIndex, mf *dto.MetricFamily, spec metricSpec, sel selecto
 				return
 			}
 		}
+		// Series of finite counts can sum (or scale) past the largest
+		// float: an infinite count is no count.
+		if b, ok := nonFiniteBucket(total, scale); ok {
+			s.problemOf(ProblemNonFinite, spec.signal, name, "bucket le=%q sums to %v over its %d series; %s is unknown", formatBound(b.UpperBound), b.Count*scale, len(ms), spec.signal)
+			return
+		}
 		switch {
 		case scale != 1:
 			total = scaleHistogram(total, scale)
@@ -351,8 +357,23 @@ func readSpec(fi familyIndex, mf *dto.MetricFamily, spec metricSpec, sel selecto
 		if spec.mean {
 			sum /= float64(len(ms))
 		}
+		if v := sum * scale; math.IsNaN(v) || math.IsInf(v, 0) {
+			s.problemOf(ProblemNonFinite, spec.signal, name, "sums to %v over its %d series; %s is unknown", v, len(ms), spec.signal)
+			return
+		}
 		s.set(spec.signal, sum*scale)
 	}
+}
+
+// nonFiniteBucket is the first of h's buckets whose count × scale is not
+// finite, and whether there is one.
+func nonFiniteBucket(h Histogram, scale float64) (Bucket, bool) {
+	for _, b := range h.Buckets {
+		if c := b.Count * scale; math.IsNaN(c) || math.IsInf(c, 0) {
+			return b, true
+		}
+	}
+	return Bucket{}, false
 }
 
 func scaleHistogram(h Histogram, factor float64) Histogram {

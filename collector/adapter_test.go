@@ -424,6 +424,27 @@ vllm:time_to_first_token_seconds_bucket{engine="1",le="+Inf"} 2
 			wantProblem: Problem{Metric: "vllm:generation_tokens_total", Reason: "has value +Inf; generation_tokens_total is unknown", Kind: ProblemNonFinite, Signal: SignalGenerationTokens},
 		},
 		{
+			name: "engines whose counters sum past the largest float are absent",
+			text: "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{engine=\"0\"} 1.5e308\nvllm:generation_tokens_total{engine=\"1\"} 1.5e308\n",
+			sig:  SignalGenerationTokens,
+			wantProblem: Problem{Metric: "vllm:generation_tokens_total", Reason: "sums to +Inf over its 2 series; generation_tokens_total is unknown",
+				Kind: ProblemNonFinite, Signal: SignalGenerationTokens},
+		},
+		{
+			name: "engines whose bucket counts sum past the largest float are absent",
+			text: `# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1"} 1
+vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf"} 1.5e308
+vllm:time_to_first_token_seconds_count{engine="0"} 1.5e308
+vllm:time_to_first_token_seconds_bucket{engine="1",le="0.1"} 1
+vllm:time_to_first_token_seconds_bucket{engine="1",le="+Inf"} 1.5e308
+vllm:time_to_first_token_seconds_count{engine="1"} 1.5e308
+`,
+			sig: SignalTTFT,
+			wantProblem: Problem{Metric: "vllm:time_to_first_token_seconds", Reason: `bucket le="+Inf" sums to +Inf over its 2 series; ttft_seconds is unknown`,
+				Kind: ProblemNonFinite, Signal: SignalTTFT},
+		},
+		{
 			name: "a histogram without its +Inf bucket is rejected with a problem",
 			text: `# TYPE vllm:time_to_first_token_seconds histogram
 vllm:time_to_first_token_seconds_bucket{le="0.1"} 1

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,10 +143,52 @@ func observeTwice(t *testing.T, snap Snapshot) {
 			t.Fatalf("attainment %v outside [0, 1]", a)
 		}
 	}
-	r := knee.Evaluate(o, fuzzProfile(), knee.Options{})
-	if r.OK && !knee.Known(r.Headroom) {
-		t.Fatalf("evaluation ok with headroom %v (observation %+v)", r.Headroom, o)
+	for _, p := range fuzzProfiles(t) {
+		r := knee.Evaluate(o, p, knee.Options{})
+		if r.OK && !knee.Known(r.Headroom) {
+			t.Fatalf("evaluation ok with headroom %v (observation %+v)", r.Headroom, o)
+		}
+		if inf := infiniteFloats(reflect.ValueOf(r), "Result"); len(inf) > 0 {
+			t.Fatalf("the evaluation exports infinite %v (observation %+v)", inf, o)
+		}
 	}
+}
+
+// fuzzProfiles are a small hand-made profile and one with every model the
+// evaluation reads (knee's FuzzEvaluate profile), loaded once.
+func fuzzProfiles(t *testing.T) []*knee.Profile {
+	t.Helper()
+	modelsOnce.Do(func() { modelsProfile, modelsErr = knee.Load("../knee/testdata/evaluate-models.yaml") })
+	if modelsErr != nil {
+		t.Fatal(modelsErr)
+	}
+	return []*knee.Profile{fuzzProfile(), modelsProfile}
+}
+
+var (
+	modelsOnce    sync.Once
+	modelsProfile *knee.Profile
+	modelsErr     error
+)
+
+// infiniteFloats lists the float64 fields, at any depth, that hold ±Inf.
+func infiniteFloats(v reflect.Value, path string) []string {
+	var out []string
+	switch v.Kind() {
+	case reflect.Float64:
+		if math.IsInf(v.Float(), 0) {
+			out = append(out, path)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			out = append(out, infiniteFloats(v.Field(i), path+"."+v.Type().Field(i).Name)...)
+		}
+	case reflect.Array:
+		for i := range v.Len() {
+			out = append(out, infiniteFloats(v.Index(i), fmt.Sprintf("%s[%d]", path, i))...)
+		}
+	}
+	return out
 }
 
 func fuzzProfile() *knee.Profile {

@@ -14,8 +14,11 @@ import (
 // and then attainment stays unknown.
 func Observe(w *Window, at time.Time, slo *knee.SLO) knee.Observation {
 	o := knee.NewObservation()
+	// A window of finite samples can still read ±Inf (a mean of gauges
+	// near overflow, a rate of counters that jump by 1e308): that is no
+	// measurement, and the evaluation must not export it.
 	value := func(v float64, err error) float64 {
-		if err != nil {
+		if err != nil || !knee.Known(v) {
 			return knee.Unknown()
 		}
 		return v
