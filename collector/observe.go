@@ -280,9 +280,13 @@ func (c *SLOCounters) Add(s Snapshot, slo *knee.SLO) {
 		c.Seen = true
 	}
 	ttft, ttftOK := c.delta(s, SignalTTFT)
+	// An interval that would take the total past the largest float (a
+	// count of 1e308 from a broken upstream) is not counted: exported, the
+	// counter would read +Inf.
+	ttftOK = ttftOK && knee.Known(c.Total+ttft.Count)
 	if ttftOK {
 		c.Total += ttft.Count
-		c.SumTTFT = addFinite(c.SumTTFT, ttft.Sum)
+		c.SumTTFT = addIncrease(c.SumTTFT, ttft.Sum)
 		if _, frac := bucketShareBounds(slo.TTFT.Seconds(), ttft.Buckets); !math.IsNaN(frac) {
 			c.GoodTTFT += frac * ttft.Count
 		}
@@ -292,11 +296,11 @@ func (c *SLOCounters) Add(s Snapshot, slo *knee.SLO) {
 		tpotSig = SignalITL
 	}
 	tpot, ok := c.delta(s, tpotSig)
-	if !ok {
+	if !ok || !knee.Known(c.CountTPOT+tpot.Count) {
 		return
 	}
 	c.CountTPOT += tpot.Count
-	c.SumTPOT = addFinite(c.SumTPOT, tpot.Sum)
+	c.SumTPOT = addIncrease(c.SumTPOT, tpot.Sum)
 	_, frac := bucketShareBounds(slo.TPOT.Seconds(), tpot.Buckets)
 	switch {
 	case !math.IsNaN(frac):
@@ -354,9 +358,13 @@ func (c *SLOCounters) delta(s Snapshot, sig Signal) (Histogram, bool) {
 	return d, true
 }
 
-// addFinite adds d to sum unless d is NaN or infinite.
-func addFinite(sum, d float64) float64 {
-	if math.IsNaN(d) || math.IsInf(d, 0) {
+// addIncrease adds d to sum unless d is NaN, infinite or negative, or the
+// sum would overflow. The sums are exported as the _sum of summaries,
+// which Prometheus reads as counters: a sum that falls (an upstream _sum
+// that went down while its count went up) reads as a restart, and a rate
+// over it as everything summed so far.
+func addIncrease(sum, d float64) float64 {
+	if !(d >= 0) || !knee.Known(sum+d) {
 		return sum
 	}
 	return sum + d

@@ -23,8 +23,9 @@ import (
 // adapters let through (see garbageSeries). The fuzzers see one scrape
 // twice; this sees what happens between scrapes. Whatever the
 // series, the observation holds no infinite value and attainments within
-// [0, 1], and the evaluation exports no infinite value, and none at all
-// when it is not OK.
+// [0, 1], the evaluation exports no infinite value, and none at all when
+// it is not OK, and the SLO counters stay finite, never fall, and count no
+// more good requests than requests.
 func TestWindowReadsNoWrongNumberFromAnySeries(t *testing.T) {
 	fixtures := map[string]string{
 		"vllm":   "testdata/vllm-design-metrics-doc-example.prom",
@@ -50,7 +51,13 @@ func TestWindowReadsNoWrongNumberFromAnySeries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var slo SLOCounters
 			for _, s := range snaps {
+				before := slo
+				slo.Add(s, &fuzzSLO)
+				if msg := wrongCounters(before, slo); msg != "" {
+					t.Fatalf("%s series %d at %s: the SLO counters %s", engine, n, s.Time.Format(time.TimeOnly), msg)
+				}
 				_ = w.Add(s) // a snapshot out of order is refused, not a crash
 				at := s.Time.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
 				o := Observe(w, at, &fuzzSLO)
@@ -69,6 +76,32 @@ func TestWindowReadsNoWrongNumberFromAnySeries(t *testing.T) {
 			}
 		}
 	}
+}
+
+// wrongCounters says what is wrong with the SLO counters after an Add, or
+// "": kneewatch exports them as counters, so each must stay finite and
+// never fall (Prometheus reads a fall as a restart, and the burn rate over
+// it as everything counted so far), and no count of good requests may pass
+// the requests counted.
+func wrongCounters(before, after SLOCounters) string {
+	for _, c := range []struct {
+		name          string
+		before, after float64
+	}{{"total", before.Total, after.Total}, {"good TTFT", before.GoodTTFT, after.GoodTTFT}, {"good TPOT", before.GoodTPOT, after.GoodTPOT},
+		{"TTFT sum", before.SumTTFT, after.SumTTFT}, {"TPOT count", before.CountTPOT, after.CountTPOT}, {"TPOT sum", before.SumTPOT, after.SumTPOT}} {
+		if !knee.Known(c.after) {
+			return fmt.Sprintf("%s is %v", c.name, c.after)
+		}
+		if c.after < c.before {
+			return fmt.Sprintf("%s fell from %v to %v", c.name, c.before, c.after)
+		}
+	}
+	for _, good := range []float64{after.GoodTTFT, after.GoodTPOT} {
+		if good > after.Total*(1+1e-9) {
+			return fmt.Sprintf("count %v good requests of %v", good, after.Total)
+		}
+	}
+	return ""
 }
 
 // wrongObservation says what in o is a wrong number, or "".
