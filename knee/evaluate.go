@@ -253,8 +253,8 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	}
 	// A mix so far past the model's that its knee underflows (a mean
 	// prompt of 1e300 tokens, from a broken histogram sum) is no reading of
-	// the replica: exported, it was a knee of 0 and a headroom of -Inf,
-	// which pages.
+	// the replica: it was an evaluation that read OK with a knee of 0 and a
+	// headroom of -Inf, which the exporter drops, so no page watched it.
 	if !Known(r.Knee.Concurrency) || !(r.Knee.Concurrency > 0) {
 		return notOK(ReasonInvalidObservation)
 	}
