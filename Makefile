@@ -244,7 +244,8 @@ FUZZTIME ?= 60s
 # lines up to the one that crashes, which reads well enough in a seed file.
 FUZZMINIMIZETIME ?= 100x
 FUZZ_TARGETS := ./collector:FuzzVLLM ./collector:FuzzSGLang ./collector:FuzzTGI ./collector:FuzzTRTLLM \
-	./collector:FuzzDCGM ./knee:FuzzParse ./knee:FuzzEvaluate ./config:FuzzParse
+	./collector:FuzzDCGM ./knee:FuzzParse ./knee:FuzzEvaluate ./config:FuzzParse \
+	./openai:FuzzStream
 
 .PHONY: fuzz
 fuzz:

@@ -121,7 +121,27 @@ func ReadUsage(r io.Reader) (Usage, error) {
 	if full.Usage == nil {
 		return Usage{}, ErrNoUsage
 	}
+	if err := full.Usage.Check(); err != nil {
+		return Usage{}, err
+	}
 	return *full.Usage, nil
+}
+
+// ErrBadUsage means a response's usage counts fewer than zero tokens: a
+// server that says so is not counting, and every rate and TPOT taken from
+// its counts would be wrong.
+var ErrBadUsage = errors.New("the response's usage counts fewer than zero tokens")
+
+// Check returns an error wrapping ErrBadUsage when u counts fewer than zero
+// tokens. ReadUsage checks; a Stream passes usage on as the server sent it
+// (the probe, which counts the chunks itself, only refines its count with
+// a usage that is positive), so a caller that takes its counts from a
+// stream's usage checks it.
+func (u *Usage) Check() error {
+	if u.PromptTokens < 0 || u.CompletionTokens < 0 {
+		return fmt.Errorf("%w (prompt_tokens %d, completion_tokens %d)", ErrBadUsage, u.PromptTokens, u.CompletionTokens)
+	}
+	return nil
 }
 
 // HTTPError is an answer that is not 200 OK, with the start of its body:

@@ -59,4 +59,9 @@ func TestAWholeAnswerIsReadForItsUsage(t *testing.T) {
 	if _, err := ReadUsage(strings.NewReader(`{"choices":[]}`)); !errors.Is(err, ErrNoUsage) {
 		t.Errorf("no usage: %v, want ErrNoUsage", err)
 	}
+	// A negative count made a sweep level's tokens/s and TPOT negative.
+	_, err = ReadUsage(strings.NewReader(`{"choices":[],"usage":{"prompt_tokens":-1,"completion_tokens":2}}`))
+	if want := "the response's usage counts fewer than zero tokens (prompt_tokens -1, completion_tokens 2)"; !errors.Is(err, ErrBadUsage) || err.Error() != want {
+		t.Errorf("negative usage: %v, want %q", err, want)
+	}
 }

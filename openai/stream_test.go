@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
 	"strings"
@@ -123,4 +124,28 @@ func TestAStreamIsRecognizedByItsContentType(t *testing.T) {
 			t.Errorf("Content-Type %q: %v", ct, err)
 		}
 	}
+}
+
+// FuzzStream reads whatever a server streams back. Whatever the bytes, the
+// stream ends (at [DONE], or with an error that says what was wrong), with
+// no more chunks than it has bytes.
+func FuzzStream(f *testing.F) {
+	f.Add([]byte("data: {\"choices\":[{\"text\":\" the\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("event: x\n: comment\ndata:{\"choices\":[{\"delta\":{\"reasoning_content\":\"hm\"}}]}\r\ndata: [DONE]"))
+	f.Add([]byte("data: {\"error\":{\"message\":\"engine died\"}}\n\n"))
+	f.Add([]byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":-3,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, skip := range []bool{false, true} {
+			s := NewStream(bytes.NewReader(body))
+			s.SkipAfterFirstToken = skip
+			for n := 0; s.Next(); n++ {
+				if n > len(body) {
+					t.Fatalf("more chunks (%d) than bytes (%d)", n, len(body))
+				}
+			}
+			if err := s.Err(); err != nil && err.Error() == "" {
+				t.Fatal("an error with no text")
+			}
+		}
+	})
 }

@@ -118,7 +118,8 @@ func (c *Client) httpClient() *http.Client {
 // ErrNoTokens means a response came back with zero output tokens. The other
 // errors a request can end with besides transport errors are openai's: an
 // *openai.HTTPError (an answer that is not 200 OK), openai.ErrNotStreaming,
-// openai.ErrNoUsage, openai.ErrNoDone, and a malformed or error chunk.
+// openai.ErrNoUsage, openai.ErrBadUsage, openai.ErrNoDone, and a malformed or
+// error chunk.
 var ErrNoTokens = errors.New("the response has zero output tokens")
 
 // readStream reads the stream to data: [DONE], stamping TTFT at the first
@@ -135,6 +136,10 @@ func readStream(r io.Reader, res *Result) error {
 			res.TTFT = time.Since(res.Start)
 		}
 		if c.Usage != nil {
+			// The profile's rates and TPOT come from these counts.
+			if err := c.Usage.Check(); err != nil {
+				return err
+			}
 			res.PromptTokens, res.OutputTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
 		}
 	}

@@ -89,6 +89,8 @@ func TestClientFailsClearlyOnBadStreams(t *testing.T) {
 		{"no usage before [DONE]", "text/event-stream", []string{textChunk, "[DONE]"}, openai.ErrNoUsage, ""},
 		{"a stream cut before [DONE]", "text/event-stream", []string{textChunk, usageChunk}, openai.ErrNoDone, ""},
 		{"zero output tokens", "text/event-stream", []string{`{"choices":[],"usage":{"prompt_tokens":16,"completion_tokens":0}}`, "[DONE]"}, ErrNoTokens, ""},
+		{"a usage that counts fewer than zero tokens", "text/event-stream", []string{textChunk, `{"choices":[],"usage":{"prompt_tokens":16,"completion_tokens":-3}}`, "[DONE]"},
+			openai.ErrBadUsage, "(prompt_tokens 16, completion_tokens -3)"},
 		{"an error event mid-stream", "text/event-stream", []string{textChunk, `{"error":{"message":"engine died","code":500}}`, "[DONE]"}, nil, "error event in the stream: engine died"},
 		{"a chunk that is not JSON", "text/event-stream", []string{"{nope"}, nil, "stream chunk 1 is not JSON"},
 	} {
