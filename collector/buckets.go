@@ -1,10 +1,12 @@
 package collector
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
@@ -281,9 +283,39 @@ func (a edgeInputs) equal(b edgeInputs) bool {
 	return a.engine == b.engine && a.hasSLO == b.hasSLO && a.slo == b.slo && same(a.ttft, b.ttft) && same(a.tpot, b.tpot)
 }
 
+// EdgeLog is the scraped-edge warnings already logged for any replica,
+// shared by the replicas of one watcher: a fleet of a hundred replicas of
+// one engine and SLO has one set of warnings, not a hundred (the demo's
+// four replicas logged the same two warnings four times each). A replica
+// whose warning was logged for another logs it at debug level. Safe for
+// concurrent use; the zero EdgeLog is ready.
+type EdgeLog struct {
+	mu     sync.Mutex
+	logged map[string]bool
+}
+
+// first reports whether text is logged here for the first time, and
+// remembers it.
+func (l *EdgeLog) first(text string) bool {
+	if l == nil {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.logged[text] {
+		return false
+	}
+	if l.logged == nil {
+		l.logged = map[string]bool{}
+	}
+	l.logged[text] = true
+	return true
+}
+
 // Check logs the SLO thresholds that fall between snap's bucket edges,
-// unless the same warnings were logged last time.
-func (e *EdgeWarner) Check(logger *slog.Logger, replica string, snap Snapshot, slo *knee.SLO) {
+// unless the same warnings were logged last time, at warning level the
+// first time shared has seen each (nil: every time), else at debug level.
+func (e *EdgeWarner) Check(logger *slog.Logger, shared *EdgeLog, replica string, snap Snapshot, slo *knee.SLO) {
 	// Two buffers swap, so neither is reallocated once grown.
 	in := inputsOf(e.spare, snap, slo)
 	if e.checked && in.equal(e.seen) {
@@ -301,6 +333,11 @@ func (e *EdgeWarner) Check(logger *slog.Logger, replica string, snap Snapshot, s
 	}
 	e.last = key
 	for _, w := range ws {
-		logger.Warn(w.String(), "replica", replica, "slo", w.SLO, "engine", w.Engine)
+		text := w.String()
+		level := slog.LevelDebug
+		if shared.first(text) {
+			level = slog.LevelWarn
+		}
+		logger.Log(context.Background(), level, text, "replica", replica, "slo", w.SLO, "engine", w.Engine)
 	}
 }

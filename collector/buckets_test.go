@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -160,7 +161,7 @@ func TestScrapedEdgesAreWarnedOncePerReplica(t *testing.T) {
 	slo := sloOf(230*time.Millisecond, 23*time.Millisecond)
 	var e EdgeWarner
 	for range 3 {
-		e.Check(logger, "r0", snap, &slo)
+		e.Check(logger, nil, "r0", snap, &slo)
 	}
 	out := buf.String()
 	if n := strings.Count(out, "level=WARN"); n != 2 {
@@ -173,9 +174,35 @@ func TestScrapedEdgesAreWarnedOncePerReplica(t *testing.T) {
 	}
 	buf.Reset()
 	onEdges := sloOf(250*time.Millisecond, 25*time.Millisecond)
-	e.Check(logger, "r0", snap, &onEdges)
+	e.Check(logger, nil, "r0", snap, &onEdges)
 	if buf.Len() != 0 {
 		t.Errorf("thresholds on edges logged:\n%s", buf.String())
+	}
+}
+
+func TestScrapedEdgesAreWarnedOncePerFleet(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	snap := normalizeText(t, readFixture(t, "vllm-v1-full-synthetic.prom"), Options{})
+	slo := sloOf(230*time.Millisecond, 23*time.Millisecond)
+	var shared EdgeLog
+	replicas := make([]EdgeWarner, 4)
+	for i := range replicas {
+		replicas[i].Check(logger, &shared, fmt.Sprintf("r%d", i), snap, &slo)
+	}
+	out := buf.String()
+	if n := strings.Count(out, "level=WARN"); n != 2 {
+		t.Fatalf("logged %d warnings for 4 replicas with the same buckets and SLO, want 2 (ttft and tpot, once):\n%s", n, out)
+	}
+	if n := strings.Count(out, "level=DEBUG"); n != 6 {
+		t.Errorf("logged %d at debug level, want the other 3 replicas' 6:\n%s", n, out)
+	}
+	// Another SLO's warnings are new to the fleet.
+	buf.Reset()
+	other := sloOf(300*time.Millisecond, 25*time.Millisecond)
+	replicas[3].Check(logger, &shared, "r3", snap, &other)
+	if n := strings.Count(buf.String(), "level=WARN"); n != 1 {
+		t.Errorf("a new SLO's ttft warning logged %d times at warning level, want 1:\n%s", n, buf.String())
 	}
 }
 

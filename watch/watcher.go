@@ -120,6 +120,9 @@ type Watcher struct {
 	dirty chan struct{}
 	// logs rate-limits repeated scrape failure and problem logs.
 	logs *logLimiter
+	// edgeLog is the SLO bucket-edge warnings logged for any replica, so
+	// a fleet with one engine and SLO logs them once (see EdgeLog).
+	edgeLog collector.EdgeLog
 
 	latest      atomic.Pointer[Round]
 	evaluations atomic.Uint64
@@ -686,7 +689,7 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 	}
 	s.counters.Add(snap, e.SLO)
 	s.mix.Add(snap)
-	s.edges.Check(w.opts.Logger, t.Replica, snap, e.SLO)
+	s.edges.Check(w.opts.Logger, &w.edgeLog, t.Replica, snap, e.SLO)
 
 	e.Observation = collector.Observe(s.window, snap.Time, e.SLO)
 	if w.opts.Probes != nil {
