@@ -103,7 +103,8 @@ type DCGM struct {
 func (t *Target) UnmarshalYAML(unmarshal func(any) error) error {
 	*t = Target{HTTPClient: DefaultHTTPClient()}
 	// Decode through a method-less copy of the type. It is named Target too,
-	// so a strict-decoding error reads "not found in type config.Target".
+	// so a strict-decoding error names config.Target, the type whose keys
+	// it lists (see strictyaml.unknownKeyMessage).
 	type fields Target
 	type Target fields
 	return unmarshal((*Target)(t))

@@ -29,7 +29,7 @@ func TestLoadRejectsEachInvalidFixtureWithItsExactError(t *testing.T) {
 		{"invalid-slo-tpot.yaml", `line 14: slo.tpot: must be > 0, got -50ms`},
 		{"invalid-slo-quantile.yaml", `line 15: slo.quantile: must be in (0,1), got 1.5`},
 		{"invalid-duration.yaml", `line 13: slo.ttft: invalid duration "500" (want e.g. 500ms, 1.5s)`},
-		{"invalid-unknown-field.yaml", `line 10: match.modle: field modle not found in type knee.Match`},
+		{"invalid-unknown-field.yaml", `line 10: match.modle: unknown key "modle" (did you mean "model"?); the keys here are engine, engineVersion, gpu, model`},
 		{"invalid-wrong-type.yaml", "line 68: points[2].concurrency: cannot unmarshal !!str `four` into float64"},
 		{"invalid-duplicate-key.yaml", `line 15: slo.ttft: mapping key "ttft" already defined at line 13`},
 		{"invalid-syntax.yaml", `line 10: found unexpected end of stream`},

@@ -3,7 +3,7 @@
 // keys are errors, and every problem, whether the decoder's or a validation
 // rule's, is a *FieldError that names the file, the line and the field:
 //
-//	kneewatch.yml: line 12: targets[0].replcia: field replcia not found in type config.Target
+//	kneewatch.yml: line 12: targets[0].replcia: unknown key "replcia" (did you mean "replica"?); the keys here are dcgm, http_client, …
 //	llama.yaml: line 15: slo.quantile: must be in (0,1), got 1.5
 //
 // Decoding reports what the YAML decoder found, by line, with the field on
@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -103,14 +104,14 @@ func (d Doc) Decode(out any) error {
 			}
 			return d.list(&FieldError{Message: "empty document, want a " + d.Want})
 		}
-		return d.decodeError(err)
+		return d.decodeError(err, reflect.TypeOf(out))
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 		return nil
 	case err != nil:
-		return d.decodeError(err)
+		return d.decodeError(err, nil)
 	default:
 		return d.list(&FieldError{Line: next.Line, Message: "a second YAML document, want exactly one " + d.Want})
 	}
@@ -125,8 +126,10 @@ func (d Doc) list(errs ...*FieldError) *List {
 
 // decodeError turns the decoder's errors ("yaml: line 3: …" for syntax, a
 // *yaml.TypeError listing "line 5: field x not found in type knee.Match"
-// for the rest) into FieldErrors with the field found on each line.
-func (d Doc) decodeError(err error) error {
+// for the rest) into FieldErrors with the field found on each line. An
+// unknown key is told with the keys its mapping takes, read from out, the
+// type decoded into (see unknownKeyMessage).
+func (d Doc) decodeError(err error, out reflect.Type) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
 		line, msg := splitLine(strings.TrimPrefix(err.Error(), "yaml: "))
@@ -136,7 +139,8 @@ func (d Doc) decodeError(err error) error {
 	errs := make([]*FieldError, len(te.Errors))
 	for i, e := range te.Errors {
 		line, msg := splitLine(e)
-		errs[i] = &FieldError{Line: line, Field: pathAt(root, line), Message: msg}
+		field := pathAt(root, line)
+		errs[i] = &FieldError{Line: line, Field: field, Message: unknownKeyMessage(msg, out, field)}
 	}
 	return d.list(errs...)
 }

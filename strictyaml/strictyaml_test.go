@@ -42,7 +42,7 @@ func TestDecodingErrorsNameTheFileTheLineAndTheField(t *testing.T) {
 		want    string
 	}{
 		{"an unknown key", "slo:\n  ttft: 1s\n  quantlie: 0.9\n",
-			false, "p.yaml: line 3: slo.quantlie: field quantlie not found in type strictyaml.slo"},
+			false, "p.yaml: line 3: slo.quantlie: unknown key \"quantlie\" (did you mean \"quantile\"?); the keys here are quantile, ttft"},
 		{"a wrong type in a list item", valid[:len(valid)-len("    ttft: {p50: 0.1, p99: 0.3}\n")-len("  - concurrency: 2\n")] + "  - concurrency: two\n",
 			false, "p.yaml: line 7: points[1].concurrency: cannot unmarshal !!str `two` into int"},
 		{"a wrong type in a flow mapping names the mapping", "points:\n  - ttft: {p50: fast, p99: 0.2}\n",
@@ -109,5 +109,53 @@ func TestAnEmptyListIsNoError(t *testing.T) {
 	l.Add("x", "bad")
 	if err := l.Err(); err == nil || err.Error() != "x: bad" {
 		t.Errorf("Err() = %v, want x: bad", err)
+	}
+}
+
+// viaOther decodes through another type, as an HTTP client's settings
+// decode through prometheus/common's: its keys are not its fields.
+type viaOther struct{ Real string }
+
+func (v *viaOther) UnmarshalYAML(unmarshal func(any) error) error {
+	var other struct {
+		Real string `yaml:"real_name"`
+	}
+	err := unmarshal(&other)
+	v.Real = other.Real
+	return err
+}
+
+type inlined struct {
+	Name string `yaml:"name"`
+}
+
+type withInline struct {
+	inlined `yaml:",inline"`
+	Pages   map[string]point `yaml:"pages"`
+	Via     viaOther         `yaml:"via"`
+	Skipped string           `yaml:"-"`
+	Plain   int
+}
+
+func TestAnUnknownKeyIsToldWithTheKeysItsMappingTakes(t *testing.T) {
+	for _, tc := range []struct {
+		name, data, want string
+	}{
+		{"two letters swapped are one slip", "nmae: x\n",
+			`p.yaml: line 1: nmae: unknown key "nmae" (did you mean "name"?); the keys here are name, pages, plain, via`},
+		{"a key far from every one is not guessed at", "colour: x\n",
+			`p.yaml: line 1: colour: unknown key "colour"; the keys here are name, pages, plain, via`},
+		{"a map's values share one type", "pages:\n  home:\n    concurency: 3\n",
+			`p.yaml: line 3: pages.home.concurency: unknown key "concurency" (did you mean "concurrency"?); the keys here are concurrency, ttft`},
+		{"a type that decodes through another keeps the decoder's words", "via:\n  rael_name: x\n",
+			"p.yaml: line 2: via.rael_name: field rael_name not found in type struct { Real string \"yaml:\\\"real_name\\\"\" }"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var v withInline
+			err := Doc{Source: "p.yaml", Data: []byte(tc.data), Want: "test document"}.Decode(&v)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("error:\n got: %v\nwant: %s", err, tc.want)
+			}
+		})
 	}
 }

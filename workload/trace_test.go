@@ -73,7 +73,7 @@ func TestInvalidWorkloadFilesAreRejectedWithTheirLocation(t *testing.T) {
 		"invalid-tokens.csv":              `testdata/invalid-tokens.csv:3: ContextTokens: want a whole number ≥ 1, got "0"`,
 		"invalid-type.yaml":               "testdata/invalid-type.yaml: line 2: prompt: cannot unmarshal !!str `lots` into int",
 		"invalid-uniform-range.yaml":      "testdata/invalid-uniform-range.yaml: line 6: output.max: must be at least min (400), got 50",
-		"invalid-unknown-key.yaml":        "testdata/invalid-unknown-key.yaml: line 7: output.vaule: field vaule not found in type workload.Dist",
+		"invalid-unknown-key.yaml":        "testdata/invalid-unknown-key.yaml: line 7: output.vaule: unknown key \"vaule\" (did you mean \"value\"?); the keys here are kind, max, median, min, sigma, value",
 	}
 	files, err := filepath.Glob("testdata/invalid-*")
 	if err != nil {

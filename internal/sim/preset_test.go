@@ -83,8 +83,11 @@ func TestOverrideFileReplacesOnlyTheFieldsItNames(t *testing.T) {
 
 func TestInvalidOverridesAreRejectedWithTheField(t *testing.T) {
 	want := map[string]string{
-		"invalid-unknown-key.yaml": "testdata/preset/invalid-unknown-key.yaml: line 2: max_num_sequences: field max_num_sequences not found in type sim.Preset",
-		"invalid-efficiency.yaml":  `testdata/preset/invalid-efficiency.yaml: line 1: compute_efficiency: must be at most 1, got 1.5`,
+		"invalid-unknown-key.yaml": `testdata/preset/invalid-unknown-key.yaml: line 2: max_num_sequences: unknown key "max_num_sequences" (did you mean "max_num_seqs"?); the keys here are ` +
+			"activation_reserve_bytes, block_size, compute_efficiency, gpu, gpu_memory_bytes, gpu_memory_utilization, hbm_bandwidth_bytes_per_second, " +
+			"idle_watts, kv_bytes_per_token, kv_cache_dtype, max_model_len, max_num_batched_tokens, max_num_seqs, memory_efficiency, model, name, " +
+			"parameters, peak_flops, sm_clock_mhz, step_overhead, tdp_watts, weight_bytes",
+		"invalid-efficiency.yaml": `testdata/preset/invalid-efficiency.yaml: line 1: compute_efficiency: must be at most 1, got 1.5`,
 		// The two rules over several fields are filed under one of them
 		// (max_model_len, gpu_memory_utilization); with that one not in
 		// the file, no line is known.
