@@ -50,6 +50,9 @@ func (d Dist) Validate() error {
 		if d.Value < 1 {
 			return fieldErr("value", "must be at least 1 token, got %d", d.Value)
 		}
+		if d.Value > MaxRequestTokens {
+			return fieldErr("value", "%d tokens is longer than any model's context (at most %d)", d.Value, MaxRequestTokens)
+		}
 		return unused("min", "max", "median", "sigma")
 	case KindUniform:
 		if d.Min < 1 {
@@ -57,6 +60,9 @@ func (d Dist) Validate() error {
 		}
 		if d.Max < d.Min {
 			return fieldErr("max", "must be at least min (%d), got %d", d.Min, d.Max)
+		}
+		if d.Max > MaxRequestTokens {
+			return fieldErr("max", "%d tokens is longer than any model's context (at most %d)", d.Max, MaxRequestTokens)
 		}
 		return unused("value", "median", "sigma")
 	case KindLognormal:
@@ -72,6 +78,14 @@ func (d Dist) Validate() error {
 		if d.Max < 0 || (d.Max > 0 && d.Max < max(d.Min, 1)) {
 			return fieldErr("max", "must be unset (0) or at least min and 1, got %d", d.Max)
 		}
+		for _, f := range []struct {
+			name  string
+			value float64
+		}{{"median", d.Median}, {"min", float64(d.Min)}, {"max", float64(d.Max)}} {
+			if f.value > MaxRequestTokens {
+				return fieldErr(f.name, "%v tokens is longer than any model's context (at most %d)", f.value, MaxRequestTokens)
+			}
+		}
 		return unused("value")
 	case "":
 		return fieldErr("kind", "is required: one of fixed, uniform, lognormal")
@@ -80,8 +94,16 @@ func (d Dist) Validate() error {
 	}
 }
 
-// maxTokens caps an unbounded lognormal so a far tail draw stays a valid int.
-const maxTokens = 1 << 30
+// MaxRequestTokens is the longest prompt or output a mix or trace may ask
+// for: ten million tokens, the longest context any served model takes
+// today. The sweep builds each prompt's text, and a length past it is a
+// typo or a broken trace: a trace record of 10^12 prompt tokens made the
+// sweep try to build a prompt of 5 TB.
+const MaxRequestTokens = 10_000_000
+
+// maxTokens caps an unbounded lognormal so a far tail draw stays a length
+// a model could take.
+const maxTokens = MaxRequestTokens
 
 // bounds are the inclusive clamp of a lognormal: at least 1 token, Max when
 // set, else maxTokens.

@@ -22,6 +22,12 @@ func TestDistValidateNamesTheBadField(t *testing.T) {
 		{"a lognormal rejects a negative sigma", Dist{Kind: KindLognormal, Median: 10, Sigma: -1}, "sigma: must be between 0 and 5 (it is the σ of log tokens), got -1"},
 		{"a lognormal needs max above min", Dist{Kind: KindLognormal, Median: 10, Min: 20, Max: 10}, "max: must be unset (0) or at least min and 1, got 10"},
 		{"a lognormal rejects a value", Dist{Kind: KindLognormal, Median: 10, Value: 3}, "value: does not apply to kind lognormal"},
+		{"a fixed length past any context", Dist{Kind: KindFixed, Value: 2e7}, "value: 20000000 tokens is longer than any model's context (at most 10000000)"},
+		{"a uniform range past any context", Dist{Kind: KindUniform, Min: 1, Max: 2e7}, "max: 20000000 tokens is longer than any model's context (at most 10000000)"},
+		{"a lognormal median past any context", Dist{Kind: KindLognormal, Median: 1e9, Sigma: 1},
+			"median: 1e+09 tokens is longer than any model's context (at most 10000000)"},
+		{"a lognormal clamp past any context", Dist{Kind: KindLognormal, Median: 100, Sigma: 1, Max: 2e7},
+			"max: 2e+07 tokens is longer than any model's context (at most 10000000)"},
 		{"the kind is required", Dist{Value: 3}, "kind: is required: one of fixed, uniform, lognormal"},
 		{"an unknown kind is named", Dist{Kind: "normal"}, `kind: unknown kind "normal": want fixed, uniform or lognormal`},
 	}

@@ -107,7 +107,8 @@ func (d Dist) capAt(limit int) Dist {
 // Scaled returns a generator like g (same seed, or the same trace order)
 // whose prompt and output lengths are scaled as Mix.Scale scales them. A
 // trace's records are each scaled and capped at maxModelLen (when > 0),
-// the prompt keeping at least 1 token and the output what is left.
+// the prompt keeping at least 1 token and the output what is left, and at
+// MaxRequestTokens.
 func (g *Generator) Scaled(prompt, output float64, maxModelLen int) (*Generator, error) {
 	if g.mix != nil {
 		m, err := g.mix.Scale(prompt, output, maxModelLen)
@@ -124,9 +125,14 @@ func (g *Generator) Scaled(prompt, output float64, maxModelLen int) (*Generator,
 		return nil, fmt.Errorf("trace %s: scales must be finite and > 0, got prompt ×%g, output ×%g", g.info.Source, prompt, output)
 	}
 	t := Trace{Source: g.info.Source + scaleSuffix(prompt, output), Records: make([]Record, len(g.trace.Records)), Timed: g.trace.Timed}
+	// Scaled lengths stay within MaxRequestTokens, clamped before they are
+	// converted: a float past the largest int converts to garbage.
+	length := func(tokens int, scale float64) int {
+		return max(int(min(math.Round(float64(tokens)*scale), MaxRequestTokens)), 1)
+	}
 	for i, r := range g.trace.Records {
-		p := max(int(math.Round(float64(r.PromptTokens)*prompt)), 1)
-		o := max(int(math.Round(float64(max(r.OutputTokens, 1))*output)), 1)
+		p := length(r.PromptTokens, prompt)
+		o := length(max(r.OutputTokens, 1), output)
 		if maxModelLen > 0 {
 			p = min(p, maxModelLen-1)
 			o = min(o, maxModelLen-p)

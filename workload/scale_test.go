@@ -60,6 +60,15 @@ func TestScaledTraceScalesEveryRecord(t *testing.T) {
 	if a, b := s.Next(), s.Next(); a.PromptTokens != 300 || a.OutputTokens != 20 || b.PromptTokens != 499 || b.OutputTokens != 1 {
 		t.Errorf("scaled records %+v, %+v; want 300+20 and 499+1 (capped at max_model_len 500)", a, b)
 	}
+	// Without a model length, no scale takes a length past any context,
+	// however large (past the largest int, a float converts to garbage).
+	huge, err := g.Scaled(1e30, 1e5, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := huge.Next(); a.PromptTokens != MaxRequestTokens || a.OutputTokens != 1_000_000 {
+		t.Errorf("scaled ×1e30/×1e5: %+v, want %d+1000000", a, MaxRequestTokens)
+	}
 }
 
 func TestScaleRejectsBadFactors(t *testing.T) {

@@ -215,6 +215,9 @@ func tokenField(raw map[string]json.RawMessage, key string, lo int) (int, error)
 	if err != nil || n < lo {
 		return 0, fmt.Errorf("%s: want a whole number ≥ %d, got %s", key, lo, v)
 	}
+	if n > MaxRequestTokens {
+		return 0, fmt.Errorf("%s: %d tokens is longer than any model's context (at most %d)", key, n, MaxRequestTokens)
+	}
 	return n, nil
 }
 
@@ -316,6 +319,9 @@ func csvTokens(s, column string, lo int) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil || n < lo {
 		return 0, fmt.Errorf("%s: want a whole number ≥ %d, got %q", column, lo, s)
+	}
+	if n > MaxRequestTokens {
+		return 0, fmt.Errorf("%s: %d tokens is longer than any model's context (at most %d)", column, n, MaxRequestTokens)
 	}
 	return n, nil
 }

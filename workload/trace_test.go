@@ -62,6 +62,8 @@ func TestInvalidWorkloadFilesAreRejectedWithTheirLocation(t *testing.T) {
 		"invalid-empty.jsonl":             "testdata/invalid-empty.jsonl: trace has no records",
 		"invalid-field-for-kind.yaml":     "testdata/invalid-field-for-kind.yaml: line 6: prompt.median: does not apply to kind uniform",
 		"invalid-fractional-prompt.jsonl": "testdata/invalid-fractional-prompt.jsonl:1: prompt_tokens: want a whole number ≥ 1, got 12.5",
+		"invalid-huge-output.csv":         "testdata/invalid-huge-output.csv:2: GeneratedTokens: 20000000 tokens is longer than any model's context (at most 10000000)",
+		"invalid-huge-prompt.jsonl":       "testdata/invalid-huge-prompt.jsonl:2: prompt_tokens: 1000000000000 tokens is longer than any model's context (at most 10000000)",
 		"invalid-header.csv":              "testdata/invalid-header.csv:1: header has no ContextTokens column: want TIMESTAMP,ContextTokens,GeneratedTokens, got TIMESTAMP,PromptTokens,GeneratedTokens",
 		"invalid-kind.yaml":               `testdata/invalid-kind.yaml: line 2: prompt.kind: unknown kind "normal": want fixed, uniform or lognormal`,
 		"invalid-median.yaml":             "testdata/invalid-median.yaml: line 4: prompt.median: must be a finite number of tokens ≥ 1, got 0",
