@@ -89,17 +89,20 @@ func TestTraceScenarios(t *testing.T) {
 				fmt.Printf("%-40s pages at %s\n", key, strings.Join(pages, " "))
 			}
 		}
-		fmt.Println("   t    load  tknee  truth   kw    load   thru    kv    eff  dim           kneeC  drift  ttft/slo tpot/slo  breached")
+		// e is the measured speed (throughput efficiency) the effective-load
+		// ratio ("eff") reads the knee at.
+		fmt.Println("   t    load  tknee  truth   kw    load   thru    kv    eff  dim           kneeC  drift  ttft/slo tpot/slo  breached      e")
 		for i, tp := range res.Truth {
 			if i%every != 0 {
 				continue
 			}
 			ev := res.Evaluations[i]
 			r := ev.Ratios
-			fmt.Printf("%s %6.2f %6.2f %+6.2f %+6.2f %6.2f %6.2f %6.2f %6.2f  %-13s %6.1f %+6.2f %8.2f %8.2f  %v\n",
+			fmt.Printf("%s %6.2f %6.2f %+6.2f %+6.2f %6.2f %6.2f %6.2f %6.2f  %-13s %6.1f %+6.2f %8.2f %8.2f  %-5v %6.3f\n",
 				clock(tp.At), tp.Load, tp.Knee, tp.Headroom, res.Inferred[i],
 				r[knee.DimensionLoad], r[knee.DimensionThroughput], r[knee.DimensionKVCache], r[knee.DimensionEffectiveLoad],
-				ev.Dimension, ev.Knee.Concurrency, ev.MixDrift, tp.TTFTP/sc.Deployment.SLO.TTFT.Seconds(), tp.TPOTP/sc.Deployment.SLO.TPOT.Seconds(), tp.Breached)
+				ev.Dimension, ev.Knee.Concurrency, ev.MixDrift, tp.TTFTP/sc.Deployment.SLO.TTFT.Seconds(), tp.TPOTP/sc.Deployment.SLO.TPOT.Seconds(), tp.Breached,
+				ev.ThroughputEfficiency)
 		}
 	}
 }
