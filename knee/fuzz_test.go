@@ -6,8 +6,8 @@ import (
 
 // FuzzParse fuzzes profile loading. Seeds are the valid and invalid
 // profiles, under testdata/fuzz/FuzzParse/. Whatever the bytes, Parse does
-// not panic; a profile it accepts saves and loads back to itself, and can
-// be evaluated.
+// not panic; a profile it accepts saves and loads back to itself, and
+// evaluates to no wrong number (see wrongNumber).
 func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data, "fuzz.yaml")
@@ -27,9 +27,10 @@ func FuzzParse(f *testing.F) {
 		for _, load := range []float64{0, 0.5 * p.Knee.Concurrency, p.Knee.Concurrency, 3 * p.Knee.Concurrency} {
 			o := NewObservation()
 			o.InFlight, o.OutputTokensPerSecond, o.MeanPromptTokens, o.MeanOutputTokens = load, 100*load, 300, 150
-			r := Evaluate(o, p, Options{})
-			if r.OK && !Known(r.Headroom) {
-				t.Fatalf("evaluation ok at load %v with headroom %v", load, r.Headroom)
+			o.Running, o.KVCacheUsage, o.MixRequests, o.PromptTokensP99 = load, 0.5, 200, 2000
+			o.TTFT.P99, o.TPOT.P99, o.TTFTAttainment, o.TPOTAttainment = 0.5, 0.05, 0.99, 0.98
+			if msg := wrongNumber(Evaluate(o, p, Options{})); msg != "" {
+				t.Fatalf("at load %v: %s", load, msg)
 			}
 		}
 	})
