@@ -413,26 +413,28 @@ func TestEvaluateNotOKMakesUpNoNumber(t *testing.T) {
 }
 
 // knownFloats lists the float64 fields, at any depth, that hold a known value.
-func knownFloats(v reflect.Value, path string) []string {
+func knownFloats(v reflect.Value, path string) []string { return floatsWhere(v, path, Known) }
+
+// floatsWhere lists the float64 fields of v, at any depth (structs, and
+// arrays indexed by Dimension), whose value satisfies keep, each named by
+// its path from path.
+func floatsWhere(v reflect.Value, path string, keep func(float64) bool) []string {
+	var out []string
 	switch v.Kind() {
 	case reflect.Float64:
-		if Known(v.Float()) {
-			return []string{path}
+		if keep(v.Float()) {
+			out = append(out, path)
 		}
 	case reflect.Struct:
-		var out []string
 		for i := range v.NumField() {
-			out = append(out, knownFloats(v.Field(i), path+"."+v.Type().Field(i).Name)...)
+			out = append(out, floatsWhere(v.Field(i), path+"."+v.Type().Field(i).Name, keep)...)
 		}
-		return out
 	case reflect.Array:
-		var out []string
 		for i := range v.Len() {
-			out = append(out, knownFloats(v.Index(i), path+"["+Dimension(i).String()+"]")...)
+			out = append(out, floatsWhere(v.Index(i), path+"["+Dimension(i).String()+"]", keep)...)
 		}
-		return out
 	}
-	return nil
+	return out
 }
 
 func TestNewObservationKnowsNothing(t *testing.T) {

@@ -31,14 +31,7 @@ var fuzzProfiles = []string{"testdata/evaluate-models.yaml", "testdata/valid.yam
 //     or ≥ 0, and no value anywhere infinite (an exported +Inf is a wrong
 //     number, not an unknown one).
 func FuzzEvaluate(f *testing.F) {
-	profiles := make([]*Profile, len(fuzzProfiles))
-	for i, path := range fuzzProfiles {
-		p, err := Load(path)
-		if err != nil {
-			f.Fatal(err)
-		}
-		profiles[i] = p
-	}
+	profiles := loadFuzzProfiles(f)
 	nan, inf := math.NaN(), math.Inf(1)
 	// A replica at half its knee, one past it on a long-prompt mix, a
 	// throttled one, the window that stalled the heavy-tail test (8bd8198),
@@ -112,25 +105,21 @@ func wrongNumber(r Result) string {
 
 // infiniteFloats lists the float64 fields, at any depth, that hold ±Inf.
 func infiniteFloats(v reflect.Value, path string) []string {
-	switch v.Kind() {
-	case reflect.Float64:
-		if math.IsInf(v.Float(), 0) {
-			return []string{path}
+	return floatsWhere(v, path, func(f float64) bool { return math.IsInf(f, 0) })
+}
+
+// loadFuzzProfiles loads fuzzProfiles.
+func loadFuzzProfiles(tb testing.TB) []*Profile {
+	tb.Helper()
+	profiles := make([]*Profile, len(fuzzProfiles))
+	for i, path := range fuzzProfiles {
+		p, err := Load(path)
+		if err != nil {
+			tb.Fatal(err)
 		}
-	case reflect.Struct:
-		var out []string
-		for i := range v.NumField() {
-			out = append(out, infiniteFloats(v.Field(i), path+"."+v.Type().Field(i).Name)...)
-		}
-		return out
-	case reflect.Array:
-		var out []string
-		for i := range v.Len() {
-			out = append(out, infiniteFloats(v.Index(i), path+"["+Dimension(i).String()+"]")...)
-		}
-		return out
+		profiles[i] = p
 	}
-	return nil
+	return profiles
 }
 
 // TestEvaluateReadsNoWrongNumberFromAnyObservation checks FuzzEvaluate's
@@ -142,14 +131,7 @@ func infiniteFloats(v reflect.Value, path string) []string {
 // of +Inf, and a mean prompt of 1e300 moved the knee to 0 in flight and
 // the headroom to -Inf.
 func TestEvaluateReadsNoWrongNumberFromAnyObservation(t *testing.T) {
-	profiles := make([]*Profile, len(fuzzProfiles))
-	for i, path := range fuzzProfiles {
-		p, err := Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		profiles[i] = p
-	}
+	profiles := loadFuzzProfiles(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, -1, 1e-300, 1e300, 5e-324, math.MaxFloat64}
 	// around draws a value about typical: within a factor of ~2 mostly,

@@ -2,6 +2,7 @@ package strictyaml
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -34,7 +35,7 @@ func unknownKeyMessage(msg string, out reflect.Type, path string) string {
 	if !ok || t.String() != typeName {
 		return msg
 	}
-	keys := yamlKeys(t)
+	keys := slices.Sorted(maps.Keys(yamlFields(t)))
 	if len(keys) == 0 {
 		return msg
 	}
@@ -55,7 +56,7 @@ func typeAtPath(t reflect.Type, path string) (reflect.Type, bool) {
 	for _, step := range strings.Split(path, ".") {
 		key, indexes := splitIndexes(step)
 		if key != "" {
-			f, ok := fieldByKey(t, key)
+			f, ok := yamlFields(t)[key]
 			if !ok {
 				// A map's keys are data: its values share one type.
 				if t.Kind() != reflect.Map {
@@ -82,11 +83,12 @@ func deref(t reflect.Type) reflect.Type {
 	return t
 }
 
-// fieldByKey is the type of t's field decoded from key, inline fields
-// included.
-func fieldByKey(t reflect.Type, key string) (reflect.Type, bool) {
+// yamlFields are the keys a struct type decodes, inline and embedded
+// structs' included, each with the type it decodes into.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	fields := map[string]reflect.Type{}
 	if t.Kind() != reflect.Struct {
-		return nil, false
+		return fields
 	}
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -94,35 +96,12 @@ func fieldByKey(t reflect.Type, key string) (reflect.Type, bool) {
 		switch {
 		case !ok:
 		case inline:
-			if ft, found := fieldByKey(deref(f.Type), key); found {
-				return ft, true
-			}
-		case name == key:
-			return f.Type, true
-		}
-	}
-	return nil, false
-}
-
-// yamlKeys are the keys a struct type decodes, sorted, inline fields'
-// included.
-func yamlKeys(t reflect.Type) []string {
-	var keys []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, inline, ok := yamlName(f)
-		switch {
-		case !ok:
-		case inline:
-			if ft := deref(f.Type); ft.Kind() == reflect.Struct {
-				keys = append(keys, yamlKeys(ft)...)
-			}
+			maps.Copy(fields, yamlFields(deref(f.Type)))
 		default:
-			keys = append(keys, name)
+			fields[name] = f.Type
 		}
 	}
-	slices.Sort(keys)
-	return slices.Compact(keys)
+	return fields
 }
 
 // yamlName is the key a struct field decodes from, as go.yaml.in/yaml/v3

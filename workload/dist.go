@@ -97,18 +97,15 @@ func (d Dist) Validate() error {
 // MaxRequestTokens is the longest prompt or output a mix or trace may ask
 // for: ten million tokens, the longest context any served model takes
 // today. The sweep builds each prompt's text, and a length past it is a
-// typo or a broken trace: a trace record of 10^12 prompt tokens made the
-// sweep try to build a prompt of 5 TB.
+// typo or a broken trace: a trace record of 10^12 prompt tokens, read as
+// given, would have had the sweep build a prompt of 5 TB.
 const MaxRequestTokens = 10_000_000
 
-// maxTokens caps an unbounded lognormal so a far tail draw stays a length
-// a model could take.
-const maxTokens = MaxRequestTokens
-
 // bounds are the inclusive clamp of a lognormal: at least 1 token, Max when
-// set, else maxTokens.
+// set, else MaxRequestTokens (so a far tail draw stays a length a model
+// could take).
 func (d Dist) bounds() (lo, hi float64) {
-	lo, hi = float64(max(d.Min, 1)), maxTokens
+	lo, hi = float64(max(d.Min, 1)), MaxRequestTokens
 	if d.Max > 0 {
 		hi = float64(d.Max)
 	}
