@@ -27,7 +27,13 @@ import (
 // without a model (speedKneeWithoutModel), 0.16 (p90 0.38)
 // (TestSpeedKneeAgainstTheTruth, with KNEEWATCH_SPEED_BENCH_DILATION). The
 // SLO windows, which a slower GPU does not stretch, are the one thing the
-// equivalence leaves out.
+// equivalence leaves out, and it costs no bias that shows: over every
+// suite deployment and three seeds (84 pairs of searches with one seed
+// each), a point's ln ratio to the slowed GPU's own knee had a median of
+// -0.010 at speed 0.8 and -0.045 at 0.6 (p10 and p90 about ±0.26), and
+// stretching the windows, warm-up and steady part too moved it to +0.005
+// and -0.016 (internal/detection's TestSpeedPointBias, 2026-12-06). A
+// point is off by one search's noise, not by the method.
 type SpeedModel struct {
 	// Points are the knees at each speed measured, fastest first.
 	Points []SpeedPoint `yaml:"points" json:"points"`
