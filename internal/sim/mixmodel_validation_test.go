@@ -43,10 +43,12 @@ func blendTrace(primary, alt string, share float64, seed uint64) (*workload.Gene
 type heldOutMix struct {
 	name string
 	gen  func(base *workload.Generator, p Preset, wl string) (*workload.Generator, error)
+	// minority: a blend whose other workload is a tenth of the traffic.
+	minority bool
 }
 
 func scaledMix(prompt, output float64) heldOutMix {
-	return heldOutMix{fmt.Sprintf("prompt×%g output×%g", prompt, output), func(base *workload.Generator, p Preset, _ string) (*workload.Generator, error) {
+	return heldOutMix{name: fmt.Sprintf("prompt×%g output×%g", prompt, output), gen: func(base *workload.Generator, p Preset, _ string) (*workload.Generator, error) {
 		return base.Scaled(prompt, output, p.MaxModelLen)
 	}}
 }
@@ -54,7 +56,7 @@ func scaledMix(prompt, output float64) heldOutMix {
 // blendMix blends a share of alt into the workload, or of fallback when
 // the workload is alt; the row names the blend drawn (its trace's source).
 func blendMix(alt, fallback string, share float64) heldOutMix {
-	return heldOutMix{fmt.Sprintf("+%.0f%% %s", 100*share, alt), func(_ *workload.Generator, _ Preset, wl string) (*workload.Generator, error) {
+	return heldOutMix{name: fmt.Sprintf("+%.0f%% %s", 100*share, alt), gen: func(_ *workload.Generator, _ Preset, wl string) (*workload.Generator, error) {
 		a := alt
 		if a == wl {
 			a = fallback
@@ -63,14 +65,24 @@ func blendMix(alt, fallback string, share float64) heldOutMix {
 	}}
 }
 
+// minorityMix is blendMix at a tenth of the traffic.
+func minorityMix(alt, fallback string) heldOutMix {
+	h := blendMix(alt, fallback, 0.1)
+	h.minority = true
+	return h
+}
+
 // heldOutMixes: longer outputs, longer prompts, both, shorter outputs (all
-// between the measured scales), blends toward other workload presets, and
+// between the measured scales), blends toward other workload presets,
 // mixes lighter than the lightest measured (prompts, or prompts and
-// outputs, at a quarter; most of the traffic turned chat).
+// outputs, at a quarter; most of the traffic turned chat), and a tenth of
+// the traffic from another workload (code, or summarize for a code
+// deployment; RAG, or summarize for a RAG one).
 var heldOutMixes = []heldOutMix{
 	scaledMix(1, 3), scaledMix(3, 1), scaledMix(1.5, 1.5), scaledMix(1, 0.7),
 	blendMix("summarize", "rag", 0.2), blendMix("code", "chat", 0.5),
 	scaledMix(0.25, 1), scaledMix(0.25, 0.25), blendMix("chat", "code", 0.8),
+	minorityMix("code", "summarize"), minorityMix("rag", "summarize"),
 }
 
 // Kinds of held-out mix, each summarized apart: scaled mixes and blends
@@ -80,10 +92,11 @@ const (
 	kindScaled = iota
 	kindBlend
 	kindLighter
+	kindMinority
 	mixKinds
 )
 
-var mixKindNames = [mixKinds]string{"scaled mixes", "blends", "lighter mixes"}
+var mixKindNames = [mixKinds]string{"scaled mixes", "blends", "lighter mixes", "minorities"}
 
 // mixRow is one line of the validation table.
 type mixRow struct {
@@ -209,16 +222,20 @@ func TestMixModelPredictsKneesAtMixesItWasNotFittedTo(t *testing.T) {
 const mixValidationNeeds = 15 * time.Minute
 
 // Error bounds of the mix model at held-out mixes, relative, as {median,
-// p90} of |model ÷ true − 1|, indexed [scaled mixes, blends][knee in
+// p90} of |model ÷ true − 1|, indexed [kind of mix][knee in
 // flight, knee rate]: the figures TestMixModelPredictsKneesAtMixesItWasNotFittedTo
 // printed when the model was chosen, with room for the presets'
 // calibration to move them. Lighter mixes (2026-12-04): in flight a median
 // of 25% and p90 62% (the lightest measured mix's knee), the rate 20% and
-// 44% (see knee.lighterRise).
+// 44% (see knee.lighterRise). Minorities (2026-12-06): in flight 21% and
+// 88%, the rate 16% and 58%, and 19 of the 28 rates read high (8 by 30%
+// or more): a tenth of heavier requests takes the blend's p99 into their
+// tail, and the means alone do not show it (see docs/simulator.md).
 var mixErrorBounds = [mixKinds][2][2]float64{
 	{{0.3, 1.0}, {0.2, 0.45}},
 	{{0.45, 1.2}, {0.25, 0.6}},
 	{{0.35, 0.8}, {0.3, 0.6}},
+	{{0.35, 1.2}, {0.25, 0.75}},
 }
 
 // summary is the median, 90th percentile and max of xs.
@@ -284,7 +301,10 @@ func validateMixModel(t *testing.T, presetName, wl string) []mixRow {
 		r.errC, r.errR = r.modelC/r.trueC-1, r.modelR/r.trueR-1
 		r.stillC, r.stillR = prof.Knee.Concurrency/r.trueC-1, prof.Knee.RequestsPerSecond/r.trueR-1
 		r.kind = kindScaled
-		if strings.HasPrefix(name, "+") {
+		switch {
+		case h.minority:
+			r.kind = kindMinority
+		case strings.HasPrefix(name, "+"):
 			r.kind = kindBlend
 		}
 		if c, rate, lighter := heldAtLightest(prof.MixModel, prof.Workload, q.Workload); lighter {
