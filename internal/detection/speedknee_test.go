@@ -117,21 +117,31 @@ func TestSpeedKneeAgainstTheTruth(t *testing.T) {
 // the knee of a GPU slower by s, in flight, and s times its rate (see
 // TestSpeedKneeAgainstTheTruth).
 func dilatedKnee(ctx context.Context, dep Deployment, s float64) (knee.Profile, error) {
-	o := Options{}.withDefaults()
 	preset, err := sim.LoadPreset(dep.Preset)
-	if err != nil {
-		return knee.Profile{}, err
-	}
-	gen, err := blendGenerator(dep.Workload, "", 0, o.Seed)
 	if err != nil {
 		return knee.Profile{}, err
 	}
 	tight := dep.SLO
 	tight.TTFT = knee.Duration(float64(tight.TTFT) / s)
 	tight.TPOT = knee.Duration(float64(tight.TPOT) / s)
-	return sim.FindKnee(ctx, sim.KneeConfig{Engine: sim.Config{Preset: preset}, Workload: gen, SLO: tight, Seed: o.Seed,
+	return poissonKneeAt(ctx, dep.Workload, preset, 1, tight, 1, Options{}.withDefaults().Seed)
+}
+
+// poissonKneeAt is the bench's Poisson knee search (its warm-up, steady
+// part, tick, SLO window, low end and halvings) of a workload on preset
+// slowed down by slowdown, under slo, with every time setting × timeScale
+// (1: as the bench runs it), arrivals and lengths drawn from seed.
+func poissonKneeAt(ctx context.Context, workloadName string, preset sim.Preset, slowdown float64, slo knee.SLO, timeScale float64, seed uint64) (knee.Profile, error) {
+	o := Options{}.withDefaults()
+	gen, err := blendGenerator(workloadName, "", 0, seed)
+	if err != nil {
+		return knee.Profile{}, err
+	}
+	d := func(x time.Duration) time.Duration { return time.Duration(float64(x) * timeScale) }
+	return sim.FindKnee(ctx, sim.KneeConfig{Engine: sim.Config{Preset: preset, Slowdown: slowdown}, Workload: gen, SLO: slo, Seed: seed,
 		MaxConcurrency: preset.MaxNumSeqs, Arrivals: knee.ArrivalsPoisson,
-		OpenLoop: sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: poissonSteady, Tick: o.ScrapeInterval, SLOWindow: o.SLOWindow, Low: poissonLow, Steps: poissonSteps}})
+		OpenLoop: sim.OpenLoopConfig{Warmup: d(poissonWarmup), Steady: d(poissonSteady), Tick: d(o.ScrapeInterval), SLOWindow: d(o.SLOWindow),
+			Low: poissonLow, Steps: poissonSteps}})
 }
 
 // TestSpeedPointBias asks whether a speed model's point (the knee at full
@@ -157,8 +167,7 @@ func TestSpeedPointBias(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	o := Options{}.withDefaults()
-	kc := newKneeCache(o)
+	kc := newKneeCache(Options{}.withDefaults())
 	type draw struct{ scaled, dilated float64 }
 	var mu sync.Mutex
 	draws := map[float64][]draw{}
@@ -182,15 +191,7 @@ func TestSpeedPointBias(t *testing.T) {
 					sem <- struct{}{}
 					defer func() { <-sem }()
 					search := func(slowdown float64, slo knee.SLO, timeScale float64) (float64, error) {
-						gen, err := blendGenerator(dep.Workload, "", 0, seed)
-						if err != nil {
-							return 0, err
-						}
-						d := func(x time.Duration) time.Duration { return time.Duration(float64(x) * timeScale) }
-						p, err := sim.FindKnee(ctx, sim.KneeConfig{Engine: sim.Config{Preset: preset, Slowdown: slowdown}, Workload: gen, SLO: slo, Seed: seed,
-							MaxConcurrency: preset.MaxNumSeqs, Arrivals: knee.ArrivalsPoisson,
-							OpenLoop: sim.OpenLoopConfig{Warmup: d(poissonWarmup), Steady: d(poissonSteady), Tick: d(o.ScrapeInterval), SLOWindow: d(o.SLOWindow),
-								Low: poissonLow, Steps: poissonSteps}})
+						p, err := poissonKneeAt(ctx, dep.Workload, preset, slowdown, slo, timeScale, seed)
 						return p.Knee.Concurrency, err
 					}
 					slower, err1 := search(1/e, dep.SLO, 1)
