@@ -77,12 +77,20 @@ func promptTailFloor(w *Window, at time.Time) float64 {
 	if err != nil {
 		return knee.Unknown()
 	}
-	v, ok := knownQuantile(SignalPromptLength, 0.99, rates, observationsIn(w, rates))
+	return p99BucketFloor(rates, observationsIn(w, rates))
+}
+
+// p99BucketFloor is the lower edge of the bucket holding the 99th
+// percentile of buckets (cumulative, counts or rates) that stand for
+// observed observations; unknown under 100 of them. It lifts buckets'
+// counts to their running maximum in place (makeMonotonic).
+func p99BucketFloor(buckets []Bucket, observed float64) float64 {
+	v, ok := knownQuantile(SignalPromptLength, 0.99, buckets, observed)
 	if !ok {
 		return knee.Unknown()
 	}
 	floor := knee.Unknown()
-	for _, b := range rates {
+	for _, b := range buckets {
 		if b.UpperBound < v.Value || (v.AboveHighestBound && b.UpperBound <= v.Value) {
 			floor = b.UpperBound
 		}

@@ -240,7 +240,8 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 		meanPrompt, meanOutput = nan, nan
 	}
 	promptBand, outputBand := p.mixNoiseBands(obs.MixRequests)
-	shift := p.mixShiftAt(meanPrompt, meanOutput, obs.PromptTokensP99, obs.MixRequests, promptBand, outputBand)
+	tails := [2]promptTail{{obs.PromptTokensP99, obs.MixRequests}, {obs.SpanPromptTokensP99, obs.SpanPromptRequests}}
+	shift := p.mixShiftAt(meanPrompt, meanOutput, tails, promptBand, outputBand)
 	r := Result{
 		OK:                    true,
 		Load:                  load,

@@ -110,8 +110,9 @@ func (p *Profile) hasMixModel() bool { return p.MixModel != nil && len(p.MixMode
 // keep the lightest mix's concurrency, and move its rate by a rise that
 // saturates (see lighterRise), never by the quadratic.
 //
-// promptP99 is the observed 99th percentile of prompt tokens (a lower
-// bound; unknown when not measured). A mix's knee can fall with its tail
+// tails are the observed 99th percentiles of prompt tokens (lower bounds;
+// unknown when not measured), the window's and the recent history's, each
+// with the count of requests it was read over; the heavier reading counts. A mix's knee can fall with its tail
 // while its mean barely moves: on the detection bench, a RAG replica whose
 // traffic turned 2% long-context (8–16k-token prompts) lost a third of its
 // knee while its mean prompt, by that mix, grew about 7%. The live p99 is
@@ -125,7 +126,7 @@ func (p *Profile) hasMixModel() bool { return p.MixModel != nil && len(p.MixMode
 // are read at the tail's scale too when more of the window's requests (the
 // count the tail was read over) lie past the profile's own p99 than chance
 // explains (see heavyTailGrowth).
-func (p *Profile) mixShiftAt(prompt, output, promptP99, requests, promptBand, outputBand float64) mixShift {
+func (p *Profile) mixShiftAt(prompt, output float64, tails [2]promptTail, promptBand, outputBand float64) mixShift {
 	m := p.MixModel
 	mp, mo := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
 	if !p.hasMixModel() || !(mp > 0) || !(mo > 0) {
@@ -134,13 +135,15 @@ func (p *Profile) mixShiftAt(prompt, output, promptP99, requests, promptBand, ou
 	op := mp * (1 + shrinkBy(prompt/mp-1, promptBand))
 	// Only a tail past the band counts: one within it says nothing, and
 	// must not hold a lighter mean up at the profile's.
-	if ref := p.Workload.P999PromptTokens; ref > 0 && Known(promptP99) {
-		if grown := promptP99/ref - 1 - tailNoiseBand; grown > 0 {
+	for _, t := range tails {
+		if ref := p.Workload.P999PromptTokens; ref > 0 && Known(t.p99) {
+			if grown := t.p99/ref - 1 - tailNoiseBand; grown > 0 {
+				op = max(op, mp*(1+grown))
+			}
+		}
+		if grown := p.heavyTailGrowth(t.p99, t.requests); grown > 0 {
 			op = max(op, mp*(1+grown))
 		}
-	}
-	if grown := p.heavyTailGrowth(promptP99, requests); grown > 0 {
-		op = max(op, mp*(1+grown))
 	}
 	oo := mo * (1 + shrinkBy(output/mo-1, outputBand))
 	if op == mp && oo == mo {
@@ -162,6 +165,11 @@ func (p *Profile) mixShiftAt(prompt, output, promptP99, requests, promptBand, ou
 	}
 	return mixShift{concurrency: math.Exp(c), rate: math.Exp(r), prompt: op / mp, output: oo / mo, moved: true}
 }
+
+// promptTail is a 99th percentile of prompt tokens and how many requests
+// it was read over (Observation.PromptTokensP99 and MixRequests, or
+// SpanPromptTokensP99 and SpanPromptRequests).
+type promptTail struct{ p99, requests float64 }
 
 // edgeOrLower is q's log ratio at (xc, zc), held within lo..hi (the
 // measured knees' range), or, when (xc, zc) lies dx, dz short of the mix,

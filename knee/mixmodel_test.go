@@ -196,9 +196,9 @@ func TestMixModelOutsideTheMeasuredMixes(t *testing.T) {
 	_, pHi, _, oHi := m.ranges()
 	p0, o0 := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
 	band := 1 + mixNoiseBand
-	edge := p.mixShiftAt(pHi*band, oHi*band, Unknown(), Unknown(), mixNoiseBand, mixNoiseBand) // shrunk back exactly onto the heaviest mix
+	edge := p.mixShiftAt(pHi*band, oHi*band, windowTail(Unknown()), mixNoiseBand, mixNoiseBand) // shrunk back exactly onto the heaviest mix
 	for _, f := range []float64{1.5, 3, 10} {
-		s := p.mixShiftAt(pHi*band*f, oHi*band*f, Unknown(), Unknown(), mixNoiseBand, mixNoiseBand)
+		s := p.mixShiftAt(pHi*band*f, oHi*band*f, windowTail(Unknown()), mixNoiseBand, mixNoiseBand)
 		if s.concurrency > edge.concurrency*(1+1e-12) || s.rate > edge.rate*(1+1e-12) {
 			t.Errorf("%g× past the heaviest measured mix: knee ×%g at ×%g rate, above the edge's ×%g at ×%g",
 				f, s.concurrency, s.rate, edge.concurrency, edge.rate)
@@ -209,10 +209,10 @@ func TestMixModelOutsideTheMeasuredMixes(t *testing.T) {
 	// maxLighterRise; its concurrency stays the lightest mix's.
 	pLo, _, oLo, _ := m.ranges()
 	pEdge, oEdge := pLo-mixNoiseBand*p0, oLo-mixNoiseBand*o0 // shrunk back exactly onto the lightest mix
-	lightest := p.mixShiftAt(pEdge, oEdge, Unknown(), Unknown(), mixNoiseBand, mixNoiseBand)
+	lightest := p.mixShiftAt(pEdge, oEdge, windowTail(Unknown()), mixNoiseBand, mixNoiseBand)
 	prev := lightest
 	for _, f := range []float64{2, 10, 1000} {
-		s := p.mixShiftAt(pEdge/f, oEdge/f, Unknown(), Unknown(), mixNoiseBand, mixNoiseBand)
+		s := p.mixShiftAt(pEdge/f, oEdge/f, windowTail(Unknown()), mixNoiseBand, mixNoiseBand)
 		if s.concurrency != lightest.concurrency {
 			t.Errorf("%g× lighter than the lightest measured mix: knee ×%g in flight, want the lightest mix's ×%g", f, s.concurrency, lightest.concurrency)
 		}
@@ -366,7 +366,7 @@ func TestAMeanOverFewRequestsIsShrunkByItsStandardError(t *testing.T) {
 			o.MixRequests = requests
 		})
 	}
-	want := p.mixShiftAt(Unknown(), 1.1*o0, Unknown(), Unknown(), 0, 0)
+	want := p.mixShiftAt(Unknown(), 1.1*o0, windowTail(Unknown()), 0, 0)
 	if !want.moved || want.concurrency == 1 {
 		t.Fatal("outputs 10% longer do not move this profile's knee: the test means nothing")
 	}
@@ -421,7 +421,7 @@ func TestAPromptTailMovesTheKneeWhereTheMeanDoesNot(t *testing.T) {
 
 	// Tail ×3: read at prompts ×(3 − tailNoiseBand) = ×2.5, as a mean of
 	// ×2.6 is read (shrunk by mixNoiseBand).
-	got, want := p.mixShiftAt(mp, mo, 3*ref, Unknown(), mixNoiseBand, mixNoiseBand), p.mixShiftAt(2.6*mp, mo, nan, Unknown(), mixNoiseBand, mixNoiseBand)
+	got, want := p.mixShiftAt(mp, mo, windowTail(3*ref), mixNoiseBand, mixNoiseBand), p.mixShiftAt(2.6*mp, mo, windowTail(nan), mixNoiseBand, mixNoiseBand)
 	if !want.moved || !(want.concurrency < 1) {
 		t.Fatalf("prompts ×2.5 do not lower this profile's knee (×%g): the test means nothing", want.concurrency)
 	}
@@ -429,15 +429,15 @@ func TestAPromptTailMovesTheKneeWhereTheMeanDoesNot(t *testing.T) {
 		t.Errorf("tail ×3 moves the knee ×%g at ×%g rate, want ×%g at ×%g (prompts ×2.5)", got.concurrency, got.rate, want.concurrency, want.rate)
 	}
 	// The longer of the two readings counts.
-	if both := p.mixShiftAt(2.6*mp, mo, 1.2*ref, Unknown(), mixNoiseBand, mixNoiseBand); both != want {
+	if both := p.mixShiftAt(2.6*mp, mo, windowTail(1.2*ref), mixNoiseBand, mixNoiseBand); both != want {
 		t.Errorf("a mean ×2.6 with a tail ×1.2 moved the knee ×%g, want the mean's ×%g", both.concurrency, want.concurrency)
 	}
 	// A tail within the band leaves a lighter mean's reading alone.
-	lighter := p.mixShiftAt(0.5*mp, mo, nan, Unknown(), mixNoiseBand, mixNoiseBand)
+	lighter := p.mixShiftAt(0.5*mp, mo, windowTail(nan), mixNoiseBand, mixNoiseBand)
 	if !lighter.moved {
 		t.Fatal("prompts ×0.5 do not move this profile's knee: the check below means nothing")
 	}
-	if got := p.mixShiftAt(0.5*mp, mo, ref, Unknown(), mixNoiseBand, mixNoiseBand); got != lighter {
+	if got := p.mixShiftAt(0.5*mp, mo, windowTail(ref), mixNoiseBand, mixNoiseBand); got != lighter {
 		t.Errorf("a lighter mean with a tail at the reference moved the knee ×%g, want the mean's ×%g", got.concurrency, lighter.concurrency)
 	}
 	for _, c := range []struct {
@@ -451,7 +451,7 @@ func TestAPromptTailMovesTheKneeWhereTheMeanDoesNot(t *testing.T) {
 		{"a profile without the reference", 3 * ref, 0},
 	} {
 		p.Workload.P999PromptTokens = c.ref
-		if s := p.mixShiftAt(mp, mo, c.tail, Unknown(), mixNoiseBand, mixNoiseBand); s.moved {
+		if s := p.mixShiftAt(mp, mo, windowTail(c.tail), mixNoiseBand, mixNoiseBand); s.moved {
 			t.Errorf("%s moved the knee ×%g", c.name, s.concurrency)
 		}
 	}
@@ -557,7 +557,7 @@ func TestTheSpeedDimensionReadsAgainstTheKneeAMixRaised(t *testing.T) {
 		{"prompts doubled lower it", 2 * p0, o0, false, false, notRaised},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			shift := withModel.mixShiftAt(tc.prompt, tc.output, Unknown(), Unknown(), mixNoiseBand, mixNoiseBand)
+			shift := withModel.mixShiftAt(tc.prompt, tc.output, windowTail(Unknown()), mixNoiseBand, mixNoiseBand)
 			if !shift.moved {
 				t.Fatalf("the mix model did not move the knee")
 			}
@@ -606,17 +606,17 @@ func TestAHeavyMinorityOfLongPromptsMovesTheKneeByItsTail(t *testing.T) {
 	p99 := served.quantile99()
 	const floor = 2000.0
 	// The mean that, shrunk by the band, reads prompts ×floor/p99.
-	want := p.mixShiftAt((floor/p99+mixNoiseBand)*mp, mo, Unknown(), Unknown(), mixNoiseBand, mixNoiseBand)
+	want := p.mixShiftAt((floor/p99+mixNoiseBand)*mp, mo, windowTail(Unknown()), mixNoiseBand, mixNoiseBand)
 	if !want.moved || !(want.concurrency < 1) {
 		t.Fatalf("prompts ×%.2f do not lower this profile's knee: the test means nothing", floor/p99)
 	}
-	got := p.mixShiftAt(mp, mo, floor, 2400, mixNoiseBand, mixNoiseBand)
+	got := p.mixShiftAt(mp, mo, [2]promptTail{{floor, 2400}, {Unknown(), Unknown()}}, mixNoiseBand, mixNoiseBand)
 	if !cmp.Equal(got, want, cmp.AllowUnexported(mixShift{}), cmpopts.EquateApprox(1e-12, 0)) {
 		t.Errorf("1%% of 2400 prompts past %g moved the knee ×%g, want ×%g (prompts ×%.2f)", floor, got.concurrency, want.concurrency, floor/p99)
 	}
 	// A count no replica reaches (a broken upstream) is judged as
 	// maxTailRequests, and returns: summed term by term, 1e15 would not.
-	if got := p.mixShiftAt(mp, mo, floor, 1e15, mixNoiseBand, mixNoiseBand); !cmp.Equal(got, want, cmp.AllowUnexported(mixShift{}), cmpopts.EquateApprox(1e-12, 0)) {
+	if got := p.mixShiftAt(mp, mo, [2]promptTail{{Unknown(), Unknown()}, {floor, 1e15}}, mixNoiseBand, mixNoiseBand); !cmp.Equal(got, want, cmp.AllowUnexported(mixShift{}), cmpopts.EquateApprox(1e-12, 0)) {
 		t.Errorf("1%% of 1e15 prompts past %g moved the knee ×%g, want ×%g", floor, got.concurrency, want.concurrency)
 	}
 	noDist := loadMix(t)
@@ -637,9 +637,30 @@ func TestAHeavyMinorityOfLongPromptsMovesTheKneeByItsTail(t *testing.T) {
 		{"an unknown request count", p, floor, Unknown()},
 		{"a profile served twice the prompt lengths it asked for", doubled, floor, 2400},
 	} {
-		if s := c.p.mixShiftAt(c.p.Workload.MeanPromptTokens, mo, c.tail, c.n, mixNoiseBand, mixNoiseBand); s.moved {
+		if s := c.p.mixShiftAt(c.p.Workload.MeanPromptTokens, mo, [2]promptTail{{c.tail, c.n}, {Unknown(), Unknown()}}, mixNoiseBand, mixNoiseBand); s.moved {
 			t.Errorf("%s moved the knee ×%g", c.name, s.concurrency)
 		}
+	}
+}
+
+// Evaluate reads the replica history's prompt tail beside the window's:
+// a floor that one window's 100 requests cannot tell from chance moves the
+// knee when the history saw it over 1000.
+func TestEvaluateReadsTheHistorysPromptTailBesideTheWindows(t *testing.T) {
+	p := loadMix(t)
+	obs := NewObservation()
+	obs.InFlight = p.Knee.Concurrency / 2
+	obs.MeanPromptTokens, obs.MeanOutputTokens = p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
+	obs.MixRequests, obs.PromptTokensP99 = 100, 2000
+	window := Evaluate(obs, p, Options{})
+	if !window.OK || window.Knee != p.Knee {
+		t.Fatalf("the window's tail over 100 requests moved the knee: %+v, profile's %+v", window.Knee, p.Knee)
+	}
+	obs.SpanPromptTokensP99, obs.SpanPromptRequests = 2000, 1000
+	history := Evaluate(obs, p, Options{})
+	if !history.OK || !(history.Knee.Concurrency < p.Knee.Concurrency) {
+		t.Errorf("the history's tail over 1000 requests left the knee at %g in flight, want under the profile's %g",
+			history.Knee.Concurrency, p.Knee.Concurrency)
 	}
 }
 
@@ -654,4 +675,10 @@ func TestPoissonAtLeast(t *testing.T) {
 			t.Errorf("P(N ≥ %g | λ %g) = %g, want %g", c.k, c.lambda, got, c.want)
 		}
 	}
+}
+
+// windowTail is a window's prompt p99 read over an unknown count of
+// requests, with no reading over the history.
+func windowTail(p99 float64) [2]promptTail {
+	return [2]promptTail{{p99, Unknown()}, {Unknown(), Unknown()}}
 }

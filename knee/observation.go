@@ -69,6 +69,14 @@ type Observation struct {
 	// tokens per request, from the engine's prompt-length histogram;
 	// unknown without one, or over fewer than 100 requests.
 	PromptTokensP99 float64
+	// SpanPromptTokensP99 is the same percentile read over the replica's
+	// recent history, up to about a thousand requests (see
+	// collector.PromptTailHistory), and SpanPromptRequests how many
+	// prompts it was read over; both unknown without one. A heavy minority
+	// that one window's hundred requests cannot tell from chance stands
+	// out over ten times as many.
+	SpanPromptTokensP99 float64
+	SpanPromptRequests  float64
 
 	GPUUtilization float64 // 0..1
 }
@@ -85,6 +93,7 @@ func NewObservation() Observation {
 		TTFTAttainment: nan, TPOTAttainment: nan,
 		QueueGrowthPerSecond: nan,
 		MeanPromptTokens:     nan, MeanOutputTokens: nan, MixRequests: nan, PromptTokensP99: nan,
+		SpanPromptTokensP99: nan, SpanPromptRequests: nan,
 		GPUUtilization: nan,
 	}
 }

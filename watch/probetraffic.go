@@ -80,3 +80,21 @@ func widenMix(o *knee.Observation, h *collector.MixHistory, probes probe.Summari
 // gave 0.070 and 0.076. The mix ramps' p95 fell 0.384 -> 0.344 with 100
 // (0.342 with 20); the mix steps' rose 0.234 -> 0.242 (0.241).
 const widenedMixRequests = 100
+
+// readSpanTail sets o's prompt tail over the replica's recent history: the
+// shortest span up to collector.MaxMixSpan that observed spanTailPrompts
+// prompts, or the longest that observed the 100 a p99 needs. The probes'
+// prompts are short and stay in it: they lower the p99 a little, never
+// raise it.
+func readSpanTail(o *knee.Observation, h *collector.PromptTailHistory) {
+	t, ok := h.Tail(spanTailPrompts)
+	if !ok {
+		return
+	}
+	o.SpanPromptTokensP99, o.SpanPromptRequests = t.Floor, t.Requests
+}
+
+// spanTailPrompts is how many prompts the history's tail aims to be read
+// over: ten windows' worth at the rates where a minority hides in one
+// (8B/L4 chat at its knee finishes about 106 requests a minute).
+const spanTailPrompts = 1000

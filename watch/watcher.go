@@ -139,6 +139,9 @@ type replicaState struct {
 	// mix holds the replica's finished requests and tokens over the last
 	// minutes, for a mix the window holds too few requests to judge.
 	mix collector.MixHistory
+	// tails holds the replica's prompt-length buckets over the same
+	// minutes, for a prompt tail read over more requests than the window's.
+	tails collector.PromptTailHistory
 	// model is the last model the engine reported, so a failed scrape
 	// keeps the replica's series under the same labels.
 	model string
@@ -689,6 +692,7 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 	}
 	s.counters.Add(snap, e.SLO)
 	s.mix.Add(snap)
+	s.tails.Add(snap)
 	s.edges.Check(w.opts.Logger, &w.edgeLog, t.Replica, snap, e.SLO)
 
 	e.Observation = collector.Observe(s.window, snap.Time, e.SLO)
@@ -698,6 +702,7 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 		}
 	}
 	widenMix(&e.Observation, &s.mix, w.opts.Probes, t.Replica)
+	readSpanTail(&e.Observation, &s.tails)
 	e.Result = knee.Evaluate(e.Observation, t.Profile, w.opts.Knee)
 	unusable := ""
 	switch p, bad := collector.UnusableDimension(snap); {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
 	"github.com/kneewatch/kneewatch/workload"
@@ -99,6 +100,7 @@ func TestTraceMixKnees(t *testing.T) {
 	fmt.Println("the engine's bucket edge below it (unknown under 100 requests a window) and the requests a window holds at the")
 	fmt.Println("true knee's rate, at least knee.MinMixRequests (the noise band and the heavy-tail reading). Errors in the knee's")
 	fmt.Println("request rate.")
+	fmt.Println("Then the live window with the prompt tail of the replica's history too: up to 10 minutes, at most 1000 requests.")
 	fmt.Println("Last, the model read at lengths weighted by their size, E[x²] ÷ E[x] (the length of the request an average")
 	fmt.Println("token belongs to), as a ratio to the deployment's own mix's: a blend's heavy minority weighs more there.")
 	seed := Options{}.withDefaults().Seed
@@ -107,7 +109,7 @@ func TestTraceMixKnees(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := drawLengths(ownGen)
-	fmt.Println("share  means (prompt/output)  p99 floor  true knee: in flight, req/s   means: in flight, req/s, error   live: in flight, req/s, error   size-weighted: error")
+	fmt.Println("share  means (prompt/output)  p99 floor  true knee: in flight, req/s   means: in flight, req/s, error   live: in flight, req/s, error   with history: error   size-weighted: error")
 	for _, share := range []float64{0.1, 0.2, 0.3, 0.5, 0.75, 1} {
 		p, err := c.profile(ctx, dep, f[3], share, 1)
 		if err != nil {
@@ -133,16 +135,22 @@ func TestTraceMixKnees(t *testing.T) {
 			obs.MixRequests = max(n, knee.MinMixRequests)
 		}
 		live := knee.Evaluate(obs, &prof, knee.Options{})
+		// The live window with the history's tail too: the prompts of up
+		// to collector.MaxMixSpan, at most about a thousand of them.
+		if n := min(p.Knee.RequestsPerSecond*collector.MaxMixSpan.Seconds(), 1000); n >= 100 {
+			obs.SpanPromptTokensP99, obs.SpanPromptRequests = promptP99Floor(blend.prompts, buckets), n
+		}
+		history := knee.Evaluate(obs, &prof, knee.Options{})
 		sized := knee.NewObservation()
 		sized.InFlight = p.Knee.Concurrency
 		sized.MeanPromptTokens = prof.Workload.MeanPromptTokens * sizeWeighted(blend.prompts) / sizeWeighted(own.prompts)
 		sized.MeanOutputTokens = prof.Workload.MeanOutputTokens * sizeWeighted(blend.outputs) / sizeWeighted(own.outputs)
 		bySize := knee.Evaluate(sized, &prof, knee.Options{})
 		rateErr := func(r knee.Result) float64 { return 100 * (r.Knee.RequestsPerSecond/p.Knee.RequestsPerSecond - 1) }
-		fmt.Printf("%4.0f%%  %7.0f / %5.0f        %6.0f     %8.1f %8.3g           %8.1f %8.3g %+4.0f%%          %8.1f %8.3g %+4.0f%%       %+4.0f%%\n",
+		fmt.Printf("%4.0f%%  %7.0f / %5.0f        %6.0f     %8.1f %8.3g           %8.1f %8.3g %+4.0f%%          %8.1f %8.3g %+4.0f%%       %+4.0f%%               %+4.0f%%\n",
 			100*share, p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens, obs.PromptTokensP99, p.Knee.Concurrency, p.Knee.RequestsPerSecond,
 			means.Knee.Concurrency, means.Knee.RequestsPerSecond, rateErr(means), live.Knee.Concurrency, live.Knee.RequestsPerSecond, rateErr(live),
-			rateErr(bySize))
+			rateErr(history), rateErr(bySize))
 	}
 }
 

@@ -107,6 +107,10 @@ type mixRow struct {
 	trueR, modelR, errR float64
 	// The errors of the profile's own knee, not moved: what the model is for.
 	stillC, stillR float64
+	// The errors as kneewatch reads the mix live (see liveReading), and
+	// as it did before it read the prompt tail over the replica's history.
+	liveC, liveR     float64
+	windowC, windowR float64
 	// The errors of the knee held at the lightest measured mix's (the rule
 	// before lighter mixes raised it), for a mix lighter than any measured.
 	heldC, heldR float64
@@ -163,8 +167,9 @@ func TestMixModelPredictsKneesAtMixesItWasNotFittedTo(t *testing.T) {
 	fmt.Fprintf(&b, "\n%-22s %-12s %-22s %20s %7s %24s %7s\n", "preset", "workload", "held-out mix",
 		"knee in flight", "", "knee requests/s", "")
 	fmt.Fprintf(&b, "%-22s %-12s %-22s %9s %10s %7s %11s %12s %7s\n", "", "", "", "true", "model", "error", "true", "model", "error")
-	var errs, still, held [mixKinds][2][]float64 // [kind][concurrency, rate]
-	high := 0                                    // lighter mixes whose modelled knee in flight is over 1.3× the true one
+	var errs, still, held, live, window [mixKinds][2][]float64 // [kind][concurrency, rate]
+	var readHigh, readHighLive, readHighWindow [mixKinds]int   // rates read 30% or more over the true knee's
+	high := 0                                                  // lighter mixes whose modelled knee in flight is over 1.3× the true one
 	for _, r := range rows {
 		if r.note != "" {
 			fmt.Fprintf(&b, "%-22s %-12s %-22s %s\n", r.preset, r.workload, r.mix, r.note)
@@ -172,6 +177,12 @@ func TestMixModelPredictsKneesAtMixesItWasNotFittedTo(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "%-22s %-12s %-22s %9.1f %10.1f %+6.0f%% %11.3g %12.3g %+6.0f%%",
 			r.preset, r.workload, r.mix, r.trueC, r.modelC, 100*r.errC, r.trueR, r.modelR, 100*r.errR)
+		if math.Abs(r.liveR-r.errR) >= 0.005 || math.Abs(r.liveC-r.errC) >= 0.005 {
+			fmt.Fprintf(&b, "   read live: %+.0f%%, %+.0f%%", 100*r.liveC, 100*r.liveR)
+			if r.windowC != r.liveC || r.windowR != r.liveR {
+				fmt.Fprintf(&b, " (without the history's tail: %+.0f%%, %+.0f%%)", 100*r.windowC, 100*r.windowR)
+			}
+		}
 		if r.kind == kindLighter {
 			fmt.Fprintf(&b, "   lighter than measured; held at the lightest: %+.0f%%, %+.0f%%", 100*r.heldC, 100*r.heldR)
 			held[r.kind][0] = append(held[r.kind][0], math.Abs(r.heldC))
@@ -183,6 +194,19 @@ func TestMixModelPredictsKneesAtMixesItWasNotFittedTo(t *testing.T) {
 		b.WriteString("\n")
 		errs[r.kind][0] = append(errs[r.kind][0], math.Abs(r.errC))
 		errs[r.kind][1] = append(errs[r.kind][1], math.Abs(r.errR))
+		live[r.kind][0] = append(live[r.kind][0], math.Abs(r.liveC))
+		live[r.kind][1] = append(live[r.kind][1], math.Abs(r.liveR))
+		if r.errR >= 0.3 {
+			readHigh[r.kind]++
+		}
+		window[r.kind][0] = append(window[r.kind][0], math.Abs(r.windowC))
+		window[r.kind][1] = append(window[r.kind][1], math.Abs(r.windowR))
+		if r.liveR >= 0.3 {
+			readHighLive[r.kind]++
+		}
+		if r.windowR >= 0.3 {
+			readHighWindow[r.kind]++
+		}
 		still[r.kind][0] = append(still[r.kind][0], math.Abs(r.stillC))
 		still[r.kind][1] = append(still[r.kind][1], math.Abs(r.stillR))
 	}
@@ -196,8 +220,13 @@ func TestMixModelPredictsKneesAtMixesItWasNotFittedTo(t *testing.T) {
 				hm, hp, hx := summary(held[kind][q])
 				fmt.Fprintf(&b, "; held at the lightest measured: %.0f%%, %.0f%%, %.0f%%", 100*hm, 100*hp, 100*hx)
 			}
-			b.WriteString(")\n")
+			lm, lp, lx := summary(live[kind][q])
+			wm, wp, wx := summary(window[kind][q])
+			fmt.Fprintf(&b, "; read live: %.0f%%, %.0f%%, %.0f%%; live without the history's tail: %.0f%%, %.0f%%, %.0f%%)\n",
+				100*lm, 100*lp, 100*lx, 100*wm, 100*wp, 100*wx)
 		}
+		fmt.Fprintf(&b, "%-13s rates read 30%% or more high: %d of %d from the means, %d read live, %d without the history's tail\n",
+			name, readHigh[kind], len(errs[kind][1]), readHighLive[kind], readHighWindow[kind])
 	}
 	fmt.Fprintf(&b, "lighter mixes whose modelled knee is over 1.3× the true one: %d of %d\n", high, len(errs[kindLighter][0]))
 	t.Log(b.String())
@@ -291,6 +320,16 @@ func validateMixModel(t *testing.T, presetName, wl string) []mixRow {
 		obs.InFlight = q.Knee.Concurrency
 		obs.MeanPromptTokens, obs.MeanOutputTokens = q.Workload.MeanPromptTokens, q.Workload.MeanOutputTokens
 		res := knee.Evaluate(obs, &prof, knee.Options{})
+		live, err := liveReading(obs, &prof, h, base, p, wl, q.Knee.RequestsPerSecond, true)
+		if err != nil {
+			rows = append(rows, row(h.name, "cannot draw its prompts: "+err.Error()))
+			continue
+		}
+		windowOnly, err := liveReading(obs, &prof, h, base, p, wl, q.Knee.RequestsPerSecond, false)
+		if err != nil {
+			rows = append(rows, row(h.name, "cannot draw its prompts: "+err.Error()))
+			continue
+		}
 		name := h.name
 		if info := gen.Info(); info.TraceRecords > 0 {
 			name = "+" + strings.TrimPrefix(info.Source, wl+"+") // e.g. "+20%summarize"
@@ -300,6 +339,8 @@ func validateMixModel(t *testing.T, presetName, wl string) []mixRow {
 		r.trueR, r.modelR = q.Knee.RequestsPerSecond, res.Knee.RequestsPerSecond
 		r.errC, r.errR = r.modelC/r.trueC-1, r.modelR/r.trueR-1
 		r.stillC, r.stillR = prof.Knee.Concurrency/r.trueC-1, prof.Knee.RequestsPerSecond/r.trueR-1
+		r.liveC, r.liveR = live.Knee.Concurrency/r.trueC-1, live.Knee.RequestsPerSecond/r.trueR-1
+		r.windowC, r.windowR = windowOnly.Knee.Concurrency/r.trueC-1, windowOnly.Knee.RequestsPerSecond/r.trueR-1
 		r.kind = kindScaled
 		switch {
 		case h.minority:
@@ -314,6 +355,42 @@ func validateMixModel(t *testing.T, presetName, wl string) []mixRow {
 		rows = append(rows, r)
 	}
 	return rows
+}
+
+// liveReading is the knee Evaluate moves to for obs (a mix's means) as
+// kneewatch reads a replica live at the mix's true knee rate: beside the
+// means, the prompt p99 at the engine's bucket edge below it, over the
+// 1-minute window's requests (unknown under 100) and over the replica's
+// history (up to 10 minutes, at most 1000 requests; see
+// collector.PromptTailHistory), each with the count it was read over. The
+// p99 is the mix's own over 8000 draws, not a window's sample of it.
+// Without history, only the window's tail is read.
+func liveReading(obs knee.Observation, prof *knee.Profile, h heldOutMix, base *workload.Generator, p Preset, wl string, rate float64, history bool) (knee.Result, error) {
+	gen, err := h.gen(base, p, wl)
+	if err != nil {
+		return knee.Result{}, err
+	}
+	prompts := make([]float64, 8000)
+	for i := range prompts {
+		prompts[i] = float64(gen.Next().PromptTokens)
+	}
+	slices.Sort(prompts)
+	q := knee.SampleQuantile(prompts, 0.99)
+	floor := knee.Unknown()
+	for _, b := range TokenBuckets(p.MaxModelLen) {
+		if b < q {
+			floor = b
+		}
+	}
+	window := rate * time.Minute.Seconds()
+	obs.MixRequests = max(window, knee.MinMixRequests)
+	if window >= 100 {
+		obs.PromptTokensP99 = floor
+	}
+	if n := min(rate*(10*time.Minute).Seconds(), 1000); history && n >= 100 {
+		obs.SpanPromptTokensP99, obs.SpanPromptRequests = floor, n
+	}
+	return knee.Evaluate(obs, prof, knee.Options{}), nil
 }
 
 // heldAtLightest is the knee the mix model gave a mix lighter than any
