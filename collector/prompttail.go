@@ -11,13 +11,14 @@ import (
 //
 // A p99 over one window's hundred-odd requests is its one or two longest
 // prompts, and a heavy minority hides in it: on the simulator, 8B/L4 chat
-// with a tenth of its traffic turned code finishes about 106 requests a
-// minute, its window's p99 floor does not stand out from chat's own
-// longest prompts, and the mix model, read at the means, put its knee 79%
+// with a tenth of its traffic turned code finishes about 110 requests a
+// minute at its knee, one in a hundred past its window's p99 floor is
+// chance for chat's own prompts, and the mix model put the knee's rate 80%
 // over the truth. Judged over a thousand requests, the share past the
-// floor is evidence (knee.Profile.heavyTailGrowth), and the knee falls to
-// 27% over. A replica finishing under 100 requests a minute has no window
-// p99 at all; over the history it has one.
+// floor is evidence (knee.Profile.heavyTailGrowth), and the error falls to
+// +22% (TestMixModelPredictsKneesAtMixesItWasNotFittedTo, read live). A
+// replica finishing under 100 requests a minute has no window p99 at all;
+// over the history it has one.
 //
 // The zero PromptTailHistory is ready to use. It is not safe for concurrent
 // use; one evaluation loop owns it, as it owns the window.

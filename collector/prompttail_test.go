@@ -1,6 +1,11 @@
 package collector
 
-import "testing"
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+)
 
 // promptSnap is a scrape at t0+s seconds whose prompt-length histogram has
 // counted chat prompts (≤ 1000 tokens) and long ones (in (5000, 10000]).
@@ -107,5 +112,49 @@ func TestPromptTailHistoryAllocatesNothingOnceFull(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("Add and Tail allocate %v times a scrape, want 0", allocs)
+	}
+}
+
+// BenchmarkPromptTailHistory is one scrape's cost of the prompt tail over
+// the history: Add, then Tail over 1000 prompts, with vLLM's 1-2-5 buckets
+// up to 128k tokens, scrapes 5 s apart and the history full (MaxMixSpan).
+// Compare it with watch's BenchmarkAssessReplica, the whole evaluation of
+// a replica, in the same run.
+func BenchmarkPromptTailHistory(b *testing.B) {
+	var bounds []float64
+	for e := 1.0; e <= 100000; e *= 10 {
+		bounds = append(bounds, e, 2*e, 5*e)
+	}
+	uppers := append(slices.Clone(bounds), math.Inf(+1))
+	counts := make([]float64, len(uppers))
+	s := 0.0
+	next := func() Snapshot {
+		s += 5
+		// 10 prompts a scrape: nine around 200 tokens, one around 3000.
+		for i, ub := range uppers {
+			switch {
+			case ub >= 5000:
+				counts[i] += 10
+			case ub >= 500:
+				counts[i] += 9
+			}
+		}
+		return snap(s, nil, nil, map[Signal]Histogram{SignalPromptLength: hist(bounds, counts...)})
+	}
+	var h PromptTailHistory
+	for range int(MaxMixSpan / (5 * time.Second)) {
+		h.Add(next())
+	}
+	snaps := make([]Snapshot, b.N)
+	for i := range snaps {
+		snaps[i] = next()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		h.Add(snaps[i])
+		if _, ok := h.Tail(1000); !ok {
+			b.Fatal("no tail")
+		}
 	}
 }

@@ -18,16 +18,19 @@ import (
 // into its traffic, the true (Poisson) knee at each share the bench's grid
 // measures beside the knee kneewatch's mix model moves to for a window
 // with that blend's means: where the mix model is wrong, and which way.
-// The model is read three ways: from the means alone; as a live window
-// reads it, with the prompt tail and the window's request count too; and
-// at lengths weighted by their size, a candidate that was not kept (see
-// docs/simulator.md). On
-// 2026-12-06 the two differed by at most 10 points of rate error on 8B/L4
-// chat (loose) blended with code and on 8B/H100 chat (tight) with RAG: at
-// 20% code and more the window holds under 100 requests and has no prompt
-// p99, and where it has one (10%), 1% of ~100 requests past the chat
-// mix's own p99 is not yet the evidence heavyTailGrowth asks for, or the
-// means already read heavier than the tail.
+// The model is read four ways: from the means alone; as a live window
+// reads it, with the prompt tail and the window's request count too; with
+// the tail of the replica's history as well (up to 10 minutes, at most
+// 1000 requests: collector.PromptTailHistory); and at lengths weighted by
+// their size, a candidate that was not kept (see docs/simulator.md). On
+// 2026-12-06 the first two differed by at most 10 points of rate error on
+// 8B/L4 chat (loose) blended with code and on 8B/H100 chat (tight) with
+// RAG: at 20% code and more the window holds under 100 requests and has no
+// prompt p99, and where it has one (10%), 1% of ~100 requests past the
+// chat mix's own p99 is not yet the evidence heavyTailGrowth asks for, or
+// the means already read heavier than the tail. The history's tail took
+// the L4 blend's error from +80% to +28% at 10% code and from +75% to +62%
+// at 20%; the RAG blend's means already read heavier than its tail (+74%).
 // Run by hand: KNEEWATCH_MIXDIAG=preset/workload/tight|loose/alt, e.g.
 // 8b-h100/chat/tight/rag.
 //
