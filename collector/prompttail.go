@@ -2,6 +2,7 @@ package collector
 
 import (
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -140,20 +141,17 @@ func (h *PromptTailHistory) Tail(want float64) (PromptTail, bool) {
 		return PromptTail{}, false
 	}
 	last := h.marks[n-1]
-	from := -1
-	for i := n - 2; i >= 0; i-- {
-		m := h.marks[i]
-		if last.at.Sub(m.at) > MaxMixSpan {
-			break
-		}
-		from = i
-		if observed(last, m) >= want {
-			break
-		}
-	}
-	if from < 0 {
+	// Both searches are binary: the marks are in time order, and the
+	// prompts observed since a mark only shrink toward the latest.
+	oldest := sort.Search(n-1, func(i int) bool { return last.at.Sub(h.marks[i].at) <= MaxMixSpan })
+	if oldest == n-1 {
 		return PromptTail{}, false
 	}
+	// The latest mark since which fewer than want were observed; the one
+	// before it is the shortest span's start, or the oldest when even the
+	// oldest span holds fewer.
+	from := sort.Search(n-1, func(i int) bool { return observed(last, h.marks[i]) < want }) - 1
+	from = max(from, oldest)
 	m := h.marks[from]
 	count := observed(last, m)
 	h.scratch = h.scratch[:0]
