@@ -112,10 +112,11 @@ func (p *Profile) hasMixModel() bool { return p.MixModel != nil && len(p.MixMode
 //
 // tails are the observed 99th percentiles of prompt tokens (lower bounds;
 // unknown when not measured), the window's and the recent history's, each
-// with the count of requests it was read over; the heavier reading counts. A mix's knee can fall with its tail
-// while its mean barely moves: on the detection bench, a RAG replica whose
-// traffic turned 2% long-context (8–16k-token prompts) lost a third of its
-// knee while its mean prompt, by that mix, grew about 7%. The live p99 is
+// with the count of requests it was read over; the heavier reading counts.
+// A mix's knee can fall with its tail while its mean barely moves: on the
+// detection bench, a RAG replica whose traffic turned 2% long-context
+// (8–16k-token prompts) lost a third of its knee while its mean prompt, by
+// that mix, grew about 7%. The live p99 is
 // read against the profile's 99.9th percentile (P999PromptTokens), not its
 // 99th: with the window's two or three longest prompts deciding a p99, a
 // chat replica's own longest prompts read past the profile's p99 by more
@@ -125,7 +126,11 @@ func (p *Profile) hasMixModel() bool { return p.MixModel != nil && len(p.MixMode
 // tails with their means), when that is heavier than the mean says. They
 // are read at the tail's scale too when more of the window's requests (the
 // count the tail was read over) lie past the profile's own p99 than chance
-// explains (see heavyTailGrowth).
+// explains (see heavyTailGrowth). Read as a scale on every prompt, a tail
+// overstates what a minority of long prompts costs where they are cheap
+// against the SLO: an 8B/H100 RAG (tight) replica whose traffic turned
+// summarize read its knee at 4.6–5.0 in flight while the true one rose
+// from 6.2 to 8.3 (docs/simulator.md).
 func (p *Profile) mixShiftAt(prompt, output float64, tails [2]promptTail, promptBand, outputBand float64) mixShift {
 	m := p.MixModel
 	mp, mo := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens

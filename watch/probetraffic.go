@@ -96,5 +96,6 @@ func readSpanTail(o *knee.Observation, h *collector.PromptTailHistory) {
 
 // spanTailPrompts is how many prompts the history's tail aims to be read
 // over: ten windows' worth at the rates where a minority hides in one
-// (8B/L4 chat at its knee finishes about 106 requests a minute).
+// (8B/L4 chat with a tenth of code traffic finishes about 110 a minute at
+// its knee).
 const spanTailPrompts = 1000
