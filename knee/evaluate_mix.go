@@ -129,8 +129,8 @@ func (p *Profile) hasMixModel() bool { return p.MixModel != nil && len(p.MixMode
 // explains (see heavyTailGrowth). Read as a scale on every prompt, a tail
 // overstates what a minority of long prompts costs where they are cheap
 // against the SLO: an 8B/H100 RAG (tight) replica whose traffic turned
-// summarize read its knee at 4.6–5.0 in flight while the true one rose
-// from 6.2 to 8.3 (docs/simulator.md).
+// summarize read its knee at 5.2 in flight where the true one was 7.1,
+// and paged (docs/simulator.md).
 func (p *Profile) mixShiftAt(prompt, output float64, tails [2]promptTail, promptBand, outputBand float64) mixShift {
 	m := p.MixModel
 	mp, mo := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
