@@ -16,14 +16,13 @@ import "time"
 // The zero MixHistory is ready to use. It is not safe for concurrent use;
 // one evaluation loop owns it, as it owns the window.
 type MixHistory struct {
-	// prev is the engine's counters at the latest mark (there is one when
-	// marks is not empty).
-	prev mixCounters
-	// marks are the running totals at each scrape, oldest first, kept for
-	// MaxMixSpan.
-	marks []mixMark
-	// source names the counters the marks were read from (see MixSignals).
+	// totals are the running totals of finished requests, prompt tokens
+	// and output tokens, in that order.
+	totals spanTotals
+	// source names the counters the totals were read from (see MixSignals).
 	source [3]Signal
+	// counters is Add's reading of them.
+	counters [3]float64
 }
 
 // MaxMixSpan is the longest span a mix is averaged over: a mix this old
@@ -31,58 +30,25 @@ type MixHistory struct {
 // replica finishing one request every 30 s.
 const MaxMixSpan = 10 * time.Minute
 
-type mixCounters struct{ requests, prompt, output float64 }
-
-type mixMark struct {
-	at     time.Time
-	totals mixCounters
-}
-
 // Add records s's finished requests and their tokens (see MixSignals). A
 // snapshot without them starts the history over: a span across it would
 // count requests without their tokens.
 func (h *MixHistory) Add(s Snapshot) {
 	mix, ok := MixSignals(s)
 	if !ok || s.Time.IsZero() {
-		h.marks = h.marks[:0]
+		h.totals.reset()
 		return
 	}
 	if mix != h.source {
 		// A change of source (the histograms appearing or going) starts
 		// over too: their totals are not the counters'.
-		h.marks, h.source = h.marks[:0], mix
+		h.totals.reset()
+		h.source = mix
 	}
-	c := mixCounters{requests: s.Counters[mix[0]], prompt: s.Counters[mix[1]], output: s.Counters[mix[2]]}
-	if n := len(h.marks); n > 0 && !s.Time.After(h.marks[n-1].at) {
-		return
+	for i, sig := range mix {
+		h.counters[i] = s.Counters[sig]
 	}
-	var totals mixCounters
-	if n := len(h.marks); n > 0 {
-		totals = h.marks[n-1].totals
-		totals.requests += increaseSince(h.prev.requests, c.requests)
-		totals.prompt += increaseSince(h.prev.prompt, c.prompt)
-		totals.output += increaseSince(h.prev.output, c.output)
-	}
-	h.prev = c
-	h.marks = append(h.marks, mixMark{at: s.Time, totals: totals})
-	// Keep one mark at or before the oldest span's start, so a span of
-	// MaxMixSpan can still be measured.
-	cut := 0
-	for cut+1 < len(h.marks) && s.Time.Sub(h.marks[cut+1].at) >= MaxMixSpan {
-		cut++
-	}
-	if cut > 0 {
-		h.marks = append(h.marks[:0], h.marks[cut:]...)
-	}
-}
-
-// increaseSince is a counter's increase from prev to cur, a decrease read
-// as a reset.
-func increaseSince(prev, cur float64) float64 {
-	if cur < prev {
-		return cur
-	}
-	return cur - prev
+	h.totals.add(s.Time, h.counters[:])
 }
 
 // MixSpan is a request mix averaged over a span of scrapes.
@@ -97,24 +63,25 @@ type MixSpan struct {
 // that, the longest such span if at least least finished in it. It returns
 // false when the history holds neither.
 func (h *MixHistory) Span(least, want float64) (MixSpan, bool) {
-	n := len(h.marks)
+	marks := h.totals.marks
+	n := len(marks)
 	if n < 2 {
 		return MixSpan{}, false
 	}
-	last := h.marks[n-1]
+	last := marks[n-1]
 	best, found := MixSpan{}, false
 	for i := n - 2; i >= 0; i-- {
-		m := h.marks[i]
+		m := marks[i]
 		if last.at.Sub(m.at) > MaxMixSpan {
 			break
 		}
-		req := last.totals.requests - m.totals.requests
+		req := last.totals[0] - m.totals[0]
 		if !(req > 0) || req < least {
 			continue
 		}
 		best, found = MixSpan{From: m.at, To: last.at, Requests: req,
-			PromptTokens: last.totals.prompt - m.totals.prompt,
-			OutputTokens: last.totals.output - m.totals.output}, true
+			PromptTokens: last.totals[1] - m.totals[1],
+			OutputTokens: last.totals[2] - m.totals[2]}, true
 		if req >= want {
 			break
 		}

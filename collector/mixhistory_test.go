@@ -103,7 +103,35 @@ func TestMixHistoryLooksBackNoFurtherThanMaxMixSpan(t *testing.T) {
 		t.Errorf("span of %s, longer than %s", d, MaxMixSpan)
 	}
 	// The history keeps what MaxMixSpan needs, not the whole run.
-	if n := len(h.marks); n > int(MaxMixSpan/(15*time.Second))+2 {
+	if n := len(h.totals.marks); n > int(MaxMixSpan/(15*time.Second))+2 {
 		t.Errorf("history holds %d marks after 30 min of 15 s scrapes, want about %d", n, int(MaxMixSpan/(15*time.Second))+1)
+	}
+}
+
+// Like the prompt tail's, a replica's mix history costs no allocation per
+// scrape once it spans MaxMixSpan: the totals of the marks it drops are
+// reused.
+func TestMixHistoryAllocatesNothingOnceFull(t *testing.T) {
+	var h MixHistory
+	s, n := 0.0, 0.0
+	for ; s <= MaxMixSpan.Seconds()+60; s += 15 {
+		n += 3
+		h.Add(mixSnap(s, n, 200, 100))
+	}
+	next := mixSnap(s, n, 200, 100)
+	allocs := testing.AllocsPerRun(100, func() {
+		s += 15
+		n += 3
+		next.Time = sec(s)
+		next.Counters[SignalRequestsFinished] = n
+		next.Counters[SignalPromptTokens] = 200 * n
+		next.Counters[SignalGenerationTokens] = 100 * n
+		h.Add(next)
+		if _, ok := h.Span(20, 20); !ok {
+			t.Fatal("no span")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Add and Span allocate %v times a scrape, want 0", allocs)
 	}
 }

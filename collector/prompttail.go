@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"slices"
 	"sort"
 	"time"
 )
@@ -26,21 +25,13 @@ import (
 type PromptTailHistory struct {
 	// bounds are the buckets' upper bounds the totals follow.
 	bounds []float64
-	// prev is the histogram's cumulative bucket counts at the latest mark.
-	prev []float64
-	// marks are the running totals of each bucket's increase at each
-	// scrape, oldest first, kept for MaxMixSpan.
-	marks []tailMark
-	// free holds the totals of marks dropped from the front, reused by Add;
-	// scratch is Tail's buckets. A replica's scrape then allocates nothing
-	// here once its history spans MaxMixSpan.
-	free    [][]float64
+	// totals are the running totals of each bucket's count.
+	totals spanTotals
+	// counts is Add's reading of the buckets, and scratch Tail's: a
+	// replica's scrape then allocates nothing here once its history spans
+	// MaxMixSpan.
+	counts  []float64
 	scratch []Bucket
-}
-
-type tailMark struct {
-	at     time.Time
-	totals []float64
 }
 
 // Add records s's prompt-length histogram. A snapshot without one, or with
@@ -49,64 +40,23 @@ type tailMark struct {
 func (h *PromptTailHistory) Add(s Snapshot) {
 	hist, ok := s.Histograms[SignalPromptLength]
 	if !ok || s.Time.IsZero() || len(hist.Buckets) < 2 {
-		h.clear()
+		h.totals.reset()
 		return
 	}
 	if !sameBounds(h.bounds, hist.Buckets) {
-		h.clear()
-		h.free = h.free[:0]
+		h.totals.forget()
 		h.bounds = h.bounds[:0]
 		for _, b := range hist.Buckets {
 			h.bounds = append(h.bounds, b.UpperBound)
 		}
 	}
-	n := len(h.marks)
-	if n > 0 && !s.Time.After(h.marks[n-1].at) {
-		return
-	}
-	totals := h.newTotals(len(hist.Buckets))
-	if n > 0 {
-		copy(totals, h.marks[n-1].totals)
-		for i, b := range hist.Buckets {
-			// Each bucket is a counter of its own, reset with the rest
-			// when the engine restarts.
-			totals[i] += increaseSince(h.prev[i], b.Count)
-		}
-	}
-	h.prev = h.prev[:0]
+	// Each bucket is a counter of its own, reset with the rest when the
+	// engine restarts.
+	h.counts = h.counts[:0]
 	for _, b := range hist.Buckets {
-		h.prev = append(h.prev, b.Count)
+		h.counts = append(h.counts, b.Count)
 	}
-	h.marks = append(h.marks, tailMark{at: s.Time, totals: totals})
-	cut := 0
-	for cut+1 < len(h.marks) && s.Time.Sub(h.marks[cut+1].at) >= MaxMixSpan {
-		cut++
-	}
-	if cut > 0 {
-		for _, m := range h.marks[:cut] {
-			h.free = append(h.free, m.totals)
-		}
-		h.marks = slices.Delete(h.marks, 0, cut)
-	}
-}
-
-// clear drops every mark, keeping their totals for reuse.
-func (h *PromptTailHistory) clear() {
-	for _, m := range h.marks {
-		h.free = append(h.free, m.totals)
-	}
-	h.marks = h.marks[:0]
-}
-
-// newTotals is a zeroed slice of n totals, reused when one is free.
-func (h *PromptTailHistory) newTotals(n int) []float64 {
-	if k := len(h.free); k > 0 && len(h.free[k-1]) == n {
-		t := h.free[k-1]
-		h.free = h.free[:k-1]
-		clear(t)
-		return t
-	}
-	return make([]float64, n)
+	h.totals.add(s.Time, h.counts)
 }
 
 func sameBounds(bounds []float64, buckets []Bucket) bool {
@@ -136,23 +86,24 @@ type PromptTail struct {
 // a p99 needs. It returns false when the history holds neither, or when
 // the p99 lies in the lowest bucket (no floor).
 func (h *PromptTailHistory) Tail(want float64) (PromptTail, bool) {
-	n := len(h.marks)
+	marks := h.totals.marks
+	n := len(marks)
 	if n < 2 {
 		return PromptTail{}, false
 	}
-	last := h.marks[n-1]
+	last := marks[n-1]
 	// Both searches are binary: the marks are in time order, and the
 	// prompts observed since a mark only shrink toward the latest.
-	oldest := sort.Search(n-1, func(i int) bool { return last.at.Sub(h.marks[i].at) <= MaxMixSpan })
+	oldest := sort.Search(n-1, func(i int) bool { return last.at.Sub(marks[i].at) <= MaxMixSpan })
 	if oldest == n-1 {
 		return PromptTail{}, false
 	}
 	// The latest mark since which fewer than want were observed; the one
 	// before it is the shortest span's start, or the oldest when even the
 	// oldest span holds fewer.
-	from := sort.Search(n-1, func(i int) bool { return observed(last, h.marks[i]) < want }) - 1
+	from := sort.Search(n-1, func(i int) bool { return observed(last, marks[i]) < want }) - 1
 	from = max(from, oldest)
-	m := h.marks[from]
+	m := marks[from]
 	count := observed(last, m)
 	h.scratch = h.scratch[:0]
 	for i, ub := range h.bounds {
@@ -166,6 +117,6 @@ func (h *PromptTailHistory) Tail(want float64) (PromptTail, bool) {
 }
 
 // observed is how many prompts the +Inf bucket counted between two marks.
-func observed(last, m tailMark) float64 {
+func observed(last, m spanMark) float64 {
 	return last.totals[len(last.totals)-1] - m.totals[len(m.totals)-1]
 }
