@@ -264,29 +264,54 @@ func poissonTruthRates(t *testing.T, ctx context.Context, p sim.Preset, workload
 	return rates
 }
 
-// TestSweepCoarseBeforePoisson measures a shorter road to a poisson knee
-// (issue 13's 20-minute goal): the closed-loop search run only to a
-// coarse bracket (KNEEWATCH_SWEEP_COARSE=<precision>, e.g. 0.5), and the
-// open-loop search started from the rate of the bracket's upper end, the
-// first level past the knee, rather than from the closed-loop knee's rate:
-// a coarse knee can lie far under the poisson one, and the open-loop
-// search never tries above its start. Beside it, the sweep as shipped. For
-// every suite deployment whose true poisson knee serves at least 1
-// request/s, it prints both sweeps' time (closed loop and trials, seed 1)
-// and their found rates' errors against the truth's median (seeds 1-4).
-// Run by hand (about a minute).
+// TestSweepCoarseBeforePoisson measures shorter roads to a poisson knee
+// (issue 13's 20-minute goal) against the sweep as shipped, for every
+// suite deployment whose true poisson knee serves at least 1 request/s:
 //
-// On 2026-12-06, of the 15 such deployments the sweep as shipped found 11
-// within ±10% and finished 10 within 20 minutes; at precision 0.5, 10 and
-// 12; at 0.9, 12 and 10. The coarse bracket saves one to three levels, but
-// the closed loop's time is in its doubling (the 70B/H200 code loose
-// deployment still spent 16 minutes there at either precision, against 22
-// as shipped), so the goal needs a shorter road to the doubling's end
-// rather than a shorter refinement.
+//   - shipped: the closed-loop search to 10% precision, its knee confirmed
+//     in full, then the open-loop search from that knee's rate;
+//   - coarse: the closed-loop search to a coarse precision
+//     (KNEEWATCH_SWEEP_COARSE=<precision>, e.g. 0.5), then the open-loop
+//     search from the rate of the bracket's upper end, the first level
+//     past the knee (a coarse knee can lie far under the poisson one, and
+//     the open-loop search never tries above its start);
+//   - doubling: the closed loop's doubling alone, every level screened,
+//     stopped at its first break with no refinement and no confirmation,
+//     then the open-loop search from the break level's rate (from the last
+//     level's when none broke).
+//
+// Each road's open-loop search runs with seeds 1 to poissonSeeds, as that
+// many operators' sweeps; the table counts, per half of make bench-sweep
+// (sweepTimeHalf), the sweeps within ±10% of the truth's median and those
+// done within 20 minutes (closed loop and trials). Run by hand
+// (KNEEWATCH_SWEEP_COARSE=0.5; about 4 minutes on 2 cores).
+//
+// On 2026-12-06 (15 deployments, 6 in half A and 9 in B, × 4 seeds;
+// nothing was chosen on either half), sweeps within ±10% of the truth and
+// done within 20 minutes:
+//
+//	road        | half A (24)    | half B (36)    | both (60)
+//	shipped     | 20, 16         | 28, 23         | 48, 39
+//	coarse 0.5  | 19, 17         | 29, 32         | 48, 49
+//	doubling    | 22, 21         | 25, 34         | 47, 55
+//
+// With seed 1 the doubling road finished 13 of the 15 within 20 minutes
+// (the sweep as shipped 10): it missed with 8B/L4 chat (tight, 20m38s) and
+// 70B/H200 code (tight, 21m40s). Where a trial at the break level's own
+// rate kept the SLO (70B/H200 code and chat, loose; 8B/L4 chat, loose),
+// the search ended after it, 2-3% off the truth: a closed loop at the
+// break level holds that many requests in flight whatever the rate, a
+// Poisson stream at its rate far fewer, so that rate is no proof of a
+// break under Poisson arrivals. Skipping the trial there, as if it were,
+// took the road from 55 to 51 of 60 within 20 minutes (a by-hand variant
+// of this test). The sweep does not take the doubling road yet: its
+// closed-loop knee would rest on a screened level, and kneewatch reads a
+// slowed GPU's knee off the curve at that knee when the profile has no
+// speed model.
 func TestSweepCoarseBeforePoisson(t *testing.T) {
 	v := os.Getenv("KNEEWATCH_SWEEP_COARSE")
 	if v == "" {
-		t.Skip("set KNEEWATCH_SWEEP_COARSE=<closed-loop precision> to compare a coarse closed loop before the poisson search")
+		t.Skip("set KNEEWATCH_SWEEP_COARSE=<closed-loop precision> to compare shorter roads to the poisson knee")
 	}
 	precision, err := strconv.ParseFloat(v, 64)
 	if err != nil {
@@ -297,7 +322,9 @@ func TestSweepCoarseBeforePoisson(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	var shippedOK, coarseOK, shippedFast, coarseFast, n int
+	roads := []string{"shipped", fmt.Sprintf("coarse %g", precision), "doubling"}
+	type tally struct{ ok, fast, n int }
+	tallies := map[string]*tally{}
 	for _, d := range deps {
 		dep, ok := loadSweepDeployment(t, ctx, d)
 		if !ok {
@@ -308,49 +335,89 @@ func TestSweepCoarseBeforePoisson(t *testing.T) {
 			continue
 		}
 		truthRate := median(truth)
-		type road struct {
-			closed emulated
-			trials emulatedPoisson
+		shipped, err := emulateSweepAt(ctx, dep.preset, dep.gen, dep.slo, measure.DefaultEarly, sweep.DefaultPrecision)
+		if err != nil {
+			t.Fatal(err)
 		}
-		run := func(prec float64, fromBreak bool) road {
-			cl, err := emulateSweepAt(ctx, dep.preset, dep.gen, dep.slo, measure.DefaultEarly, prec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := cl.kneeRate
-			if fromBreak && cl.breakRate > start {
-				start = cl.breakRate
-			}
-			tr, err := emulatePoisson(ctx, dep.preset, dep.gen, dep.slo, start, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return road{cl, tr}
+		coarse, err := emulateSweepAt(ctx, dep.preset, dep.gen, dep.slo, measure.DefaultEarly, precision)
+		if err != nil {
+			t.Fatal(err)
 		}
-		shipped, coarse := run(sweep.DefaultPrecision, false), run(precision, true)
-		n++
-		line := fmt.Sprintf("%s/%s %s: truth %.3g req/s", d.Preset, d.Workload, d.Tightness, truthRate)
-		for _, r := range []struct {
-			name string
-			road road
-			ok   *int
-			fast *int
-		}{{"shipped", shipped, &shippedOK, &shippedFast}, {fmt.Sprintf("coarse %g", precision), coarse, &coarseOK, &coarseFast}} {
-			total := r.road.closed.elapsed + r.road.trials.elapsed
-			e := r.road.trials.rate/truthRate - 1
-			if math.Abs(e) <= 0.10 {
-				*r.ok++
+		if coarse.breakRate > coarse.kneeRate {
+			coarse.kneeRate = coarse.breakRate
+		}
+		doubling, err := emulateDoubling(ctx, dep.preset, dep.gen, dep.slo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		half := sweepTimeHalf(d)
+		line := fmt.Sprintf("%s %s/%s %s: truth %.3g req/s", half, d.Preset, d.Workload, d.Tightness, truthRate)
+		for i, closed := range []emulated{shipped, coarse, doubling} {
+			for seed := uint64(1); seed <= poissonSeeds; seed++ {
+				tr, err := emulatePoisson(ctx, dep.preset, dep.gen, dep.slo, closed.kneeRate, seed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				total := closed.elapsed + tr.elapsed
+				e := tr.rate/truthRate - 1
+				for _, key := range []string{roads[i] + " " + half, roads[i]} {
+					if tallies[key] == nil {
+						tallies[key] = &tally{}
+					}
+					tl := tallies[key]
+					tl.n++
+					if math.Abs(e) <= 0.10 {
+						tl.ok++
+					}
+					if total <= 20*time.Minute {
+						tl.fast++
+					}
+				}
+				if seed == 1 {
+					line += fmt.Sprintf(" | %s: %.3g (%+.0f%%), closed loop %d levels %s + trials %d %s = %s", roads[i], tr.rate, 100*e,
+						closed.levels, closed.elapsed.Round(time.Second), tr.trials, tr.elapsed.Round(time.Second), total.Round(time.Second))
+				}
 			}
-			if total <= 20*time.Minute {
-				*r.fast++
-			}
-			line += fmt.Sprintf(" | %s: %.3g (%+.0f%%), closed loop %d levels %s + trials %d %s = %s", r.name, r.road.trials.rate, 100*e,
-				r.road.closed.levels, r.road.closed.elapsed.Round(time.Second), r.road.trials.trials, r.road.trials.elapsed.Round(time.Second), total.Round(time.Second))
 		}
 		t.Log(line)
 	}
-	t.Logf("%d deployments with a poisson knee ≥ 1 request/s: within ±10%% shipped %d, coarse %d; total ≤ 20 min shipped %d, coarse %d",
-		n, shippedOK, coarseOK, shippedFast, coarseFast)
+	for _, r := range roads {
+		for _, key := range []string{r + " A", r + " B", r} {
+			if tl := tallies[key]; tl != nil {
+				t.Logf("%-14s within ±10%% of the truth: %d of %d sweeps; done within 20 min: %d of %d", key, tl.ok, tl.n, tl.fast, tl.n)
+			}
+		}
+	}
+}
+
+// emulateDoubling is the closed loop's doubling alone, in virtual time:
+// levels 1, 2, 4, … up to sweep.DefaultMaxConcurrency, each with the
+// sweep's warm-up and window and every level screened (DefaultEarly),
+// stopped at the first level that breaks the SLO. Its kneeRate is that
+// level's request rate (the last level's when none broke), where the
+// open-loop search would start.
+func emulateDoubling(ctx context.Context, p sim.Preset, gen *workload.Generator, slo knee.SLO) (emulated, error) {
+	var e emulated
+	minReq := sweep.DefaultMinRequests(slo.Quantile)
+	for c := 1; c <= sweep.DefaultMaxConcurrency; c *= 2 {
+		lv, err := sim.RunLevel(ctx, sim.LevelConfig{
+			Engine: sim.Config{Preset: p}, Workload: gen.WithSeed(uint64(c)*7919 + 1), Concurrency: c, SLO: slo,
+			WarmupRequests: sweep.DefaultWarmup(c), WindowRequests: sweep.WindowRequests(c, minReq),
+			Early: measure.DefaultEarly, MayScreen: true,
+		})
+		if err != nil {
+			return e, fmt.Errorf("concurrency %d: %w", c, err)
+		}
+		e.levels++
+		e.elapsed += lv.Elapsed
+		e.kneeRate = lv.Point.RequestsPerSecond
+		if !lv.Point.MeetsSLO {
+			e.breakRate = e.kneeRate
+			break
+		}
+		e.knee = float64(c)
+	}
+	return e, nil
 }
 
 func kneeErr(found, truth float64) float64 { return math.Abs(found-truth) / truth }
