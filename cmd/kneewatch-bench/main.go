@@ -47,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	suite := fs.String("suite", "regressions", "what to run besides the regressions: regressions (only them), test (the generated suite's held-out half, which the report is about) or tune (the half defaults may be chosen on)")
 	suiteSeed := fs.Uint64("suite-seed", 1, "seed the generated suite is drawn with")
 	resweep := fs.Uint64("resweep-seed", 2, "on the suite half, also give a second kneewatch the deployment's profile swept again with this seed, as an operator's own sweep would be (0: off)")
+	withoutModels := fs.Bool("without-models", true, "on the suite half, also give a second kneewatch the deployment's profile without its mix and speed models, as `kneewatch sweep` writes it by default")
 	truthSeeds := fs.Int("truth-grid-seeds", 3, "on the suite half, the true knee under a mix share or a slowdown is the median of this many knee searches with different seeds (1: one search, as at nominal conditions)")
 	limit := fs.Int("limit", 0, "run only the first N scenarios of the suite half (0: all), for a quick look")
 	if err := fs.Parse(args); err != nil {
@@ -90,6 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		half := opts
 		half.Scenarios, half.PageVariants, half.ClosedLoopWhatIf = generated, nil, false
 		half.ResweepSeed = *resweep
+		half.WithoutModelsWhatIf = *withoutModels
 		half.TruthGridSeeds = *truthSeeds
 		go func() {
 			var err error

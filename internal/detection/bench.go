@@ -43,6 +43,11 @@ type Options struct {
 	// mean over that sweep and these, as an operator averaging several
 	// sweeps would have.
 	ResweepAverageSeeds []uint64
+	// WithoutModelsWhatIf also runs a second kneewatch on the same scrapes
+	// given the deployment's profile without its mix and speed models: the
+	// profile `kneewatch sweep` writes by default (without --mix-scales or
+	// --speed-model). Its page is scored as DetectorWithoutModelsPage.
+	WithoutModelsWhatIf bool
 	// TruthGridSeeds is how many independent knee searches the truth's
 	// knee under changed conditions (a share of another mix, a slower GPU;
 	// see kneeCache.grid) is the median of (default 1). One Poisson search

@@ -198,7 +198,7 @@ func TestBenchSuiteSubset(t *testing.T) {
 		i := slices.IndexFunc(suite.Test, func(sc Scenario) bool { return sc.Family == f })
 		scs = append(scs, suite.Test[i])
 	}
-	rep, err := Run(context.Background(), Options{Scenarios: scs, ResweepSeed: 2, ResweepAverageSeeds: []uint64{3}})
+	rep, err := Run(context.Background(), Options{Scenarios: scs, ResweepSeed: 2, ResweepAverageSeeds: []uint64{3}, WithoutModelsWhatIf: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,6 +223,28 @@ func TestBenchSuiteSubset(t *testing.T) {
 		} else if rw.Profile.Knee.Concurrency == res.Profile.Knee.Concurrency || rw.Profile.SLO != res.Profile.SLO || len(rw.Errors) == 0 {
 			t.Errorf("%s: the resweep what-if's knee %v (SLO %v, %d errors) is not an independent sweep of the truth's %v (SLO %v)", res.Scenario.Name,
 				rw.Profile.Knee.Concurrency, rw.Profile.SLO, len(rw.Errors), res.Profile.Knee.Concurrency, res.Profile.SLO)
+		}
+		// The without-models what-if is the same profile, its models taken
+		// away; on the mix step the mix model moves the knee, so without it
+		// kneewatch reads another headroom.
+		if wm := res.WithoutModels; wm == nil || res.score(DetectorWithoutModelsPage) == nil || len(wm.Errors) == 0 {
+			t.Errorf("%s: the without-models what-if did not run or was not scored", res.Scenario.Name)
+		} else {
+			if wm.Profile.MixModel != nil || wm.Profile.SpeedModel != nil || wm.Profile.Knee != res.Profile.Knee {
+				t.Errorf("%s: the without-models profile keeps a model or moves the knee", res.Scenario.Name)
+			}
+			if res.Profile.MixModel == nil || res.Profile.SpeedModel == nil {
+				t.Errorf("%s: the run's own profile has no mix or speed model to take away", res.Scenario.Name)
+			}
+			differs := false
+			for i := range wm.Inferred {
+				if a, b := wm.Inferred[i], res.Inferred[i]; !math.IsNaN(a) && !math.IsNaN(b) && math.Abs(a-b) > 0.01 {
+					differs = true
+				}
+			}
+			if res.Scenario.Family == FamilyMixStep && !differs {
+				t.Errorf("%s: kneewatch read the same headroom with and without the mix model through a mix step", res.Scenario.Name)
+			}
 		}
 		known := false
 		for _, p := range res.Truth {
@@ -250,7 +272,8 @@ func TestBenchSuiteSubset(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"### Goals (test half)", "oracle (page on true headroom)", "### By family (test half)", "### Headroom error by deployment",
-		"### kneewatch given its own sweep (test half)", "| an independent sweep (seeds 2 and 3 averaged) |", "kneewatch page, given an independent sweep (seeds 2 and 3 averaged)"} {
+		"### kneewatch given its own sweep (test half)", "| an independent sweep (seeds 2 and 3 averaged) |", "kneewatch page, given an independent sweep (seeds 2 and 3 averaged)",
+		"### kneewatch given a profile without models (test half)", "| the profile without models |", "kneewatch page, given a profile without mix and speed models"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the report lacks %q", want)
 		}

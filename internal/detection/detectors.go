@@ -118,6 +118,20 @@ func variantDetector(v PageVariant) Detector {
 // (Options.ResweepSeed): kneewatch given an independent sweep's profile.
 const DetectorResweepPage = "kneewatch-page-resweep"
 
+// DetectorWithoutModelsPage is kneewatch's shipped page in the
+// without-models what-if (Options.WithoutModelsWhatIf): kneewatch given the
+// profile a default `kneewatch sweep` writes, with no mix or speed model.
+const DetectorWithoutModelsPage = "kneewatch-page-without-models"
+
+// withoutModelsDetector is the page d as the without-models what-if scores
+// it.
+func withoutModelsDetector(d Detector) Detector {
+	d.Key = DetectorWithoutModelsPage
+	d.Name = "kneewatch page, given a profile without mix and speed models"
+	d.Basis += "; kneewatch given the deployment's profile without its mix and speed models (a default sweep's)"
+	return d
+}
+
 // resweepDetector is the page d as the resweep what-if scores it.
 func resweepDetector(d Detector, o Options) Detector {
 	d.Key = DetectorResweepPage

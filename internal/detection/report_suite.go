@@ -3,6 +3,7 @@ package detection
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,15 +15,16 @@ import (
 func (r *Report) suiteDetectors() []Detector {
 	ds := r.detectors(false)
 	// The oracle right after kneewatch's page, so the two read side by side.
-	// The resweep what-if, when it ran, comes after them.
+	// The what-ifs' pages, when they ran, come after them.
+	after := []string{DetectorOracle, DetectorResweepPage, DetectorWithoutModelsPage}
 	out := make([]Detector, 0, len(ds))
 	for _, d := range ds {
-		if d.Key == DetectorOracle || d.Key == DetectorResweepPage {
+		if slices.Contains(after, d.Key) {
 			continue
 		}
 		out = append(out, d)
 		if d.Key == DetectorKneewatchPage {
-			for _, key := range []string{DetectorOracle, DetectorResweepPage} {
+			for _, key := range after {
 				for _, o := range ds {
 					if o.Key == key {
 						out = append(out, o)
@@ -47,6 +49,7 @@ func (r *Report) suiteMarkdown(p func(string, ...any), half string, seed uint64)
 	r.suiteFamilyTable(p)
 	r.suiteDeploymentTable(p)
 	r.suiteResweepTables(p)
+	r.suiteWithoutModelsTables(p)
 	r.suiteScenarioTable(p)
 }
 
@@ -107,6 +110,21 @@ func (r *Report) suiteGoals(p func(string, ...any)) {
 		p("  Given a profile of its own (an independent sweep, %s) rather than the truth's: mean %.3f, p95 %.3f, max %.3f;\n",
 			resweepSeeds(r.Options), re.mean, re.p95, re.max)
 		p("  over the goal in %d of %d families (see \"kneewatch given its own sweep\").\n", len(rover), len(suiteFamilies))
+	}
+	if r.Options.WithoutModelsWhatIf {
+		var wover []string
+		for _, f := range suiteFamilies {
+			if e := pooledWithoutModelsErrors(r.familyResults(f.name)); e.n > 0 && e.p95 > headroomGoal {
+				wover = append(wover, fmt.Sprintf("%s %.3f", f.name, e.p95))
+			}
+		}
+		we := pooledWithoutModelsErrors(r.Results)
+		p("  Given the profile a default `kneewatch sweep` writes (no mix or speed model): mean %.3f, p95 %.3f, max %.3f",
+			we.mean, we.p95, we.max)
+		if len(wover) > 0 {
+			p("; over the goal in %s", strings.Join(wover, ", "))
+		}
+		p(" (see \"kneewatch given a profile without models\").\n")
 	}
 	p("- **The truth judged every moment:** %d of %d scrapes (%.2f%%) were unknown, all at the start of a run before %d\n",
 		kw.unknownTicks, kw.ticks, 100*float64(kw.unknownTicks)/float64(max(kw.ticks, 1)), knee.MinWindowRequests)
@@ -361,6 +379,47 @@ func (r *Report) suiteResweepTables(p func(string, ...any)) {
 		b := g.first.Resweep.Profile.Knee
 		p("| %s | %.1f (%.3g) | %.1f (%.3g) | %.2f | %.3f / %.3f |\n", g.name, a.Concurrency, a.RequestsPerSecond,
 			b.Concurrency, b.RequestsPerSecond, b.Concurrency/a.Concurrency, pooledErrors(g.rs).p95, pooledResweepErrors(g.rs).p95)
+	}
+	p("\n")
+}
+
+// suiteWithoutModelsTables compare kneewatch given the deployment's profile
+// with its mix and speed models and without them (Options.
+// WithoutModelsWhatIf), when that ran: what `kneewatch sweep` without
+// --mix-scales and --speed-model, its default, leaves out.
+func (r *Report) suiteWithoutModelsTables(p func(string, ...any)) {
+	if !r.Options.WithoutModelsWhatIf || len(r.Results) == 0 {
+		return
+	}
+	p("### kneewatch given a profile without models (test half)\n\n")
+	p("Everywhere above, kneewatch's profile carries a mix model (`--mix-scales default`) and a speed model\n")
+	p("(`--speed-model default`), each measured with more knee searches. `kneewatch sweep` measures neither unless asked.\n")
+	p("Here a second kneewatch, fed the same scrapes and judged against the same truth, is given the same profile\n")
+	p("without them: it moves the knee for longer prompts and for a slower GPU by reading the profile's curve, and not at all\n")
+	p("for longer outputs.\n\n")
+	kw, wm := tallyOf(r.Results, DetectorKneewatchPage), tallyOf(r.Results, DetectorWithoutModelsPage)
+	e, we := pooledErrors(r.Results), pooledWithoutModelsErrors(r.Results)
+	p("| kneewatch given | safe scenarios paged | false pages per scenario-hour | early | on time | missed | headroom error mean / p95 / max |\n")
+	p("|---|---|---|---|---|---|---|\n")
+	for _, row := range []struct {
+		name string
+		t    tally
+		e    errorStats
+	}{{"the profile with its models", kw, e}, {"the profile without models", wm, we}} {
+		t := row.t
+		p("| %s | %d of %d | %.2f | %d of %d (%s) | %d of %d (%s) | %d | %.3f / %.3f / %.3f |\n", row.name, t.safePaged, t.safe,
+			float64(t.falsePages)/t.hours, t.early, t.earlyPossible, pct(share(t.early, t.earlyPossible)),
+			t.onTime, t.abrupt, pct(share(t.onTime, t.abrupt)), t.missed, row.e.mean, row.e.p95, row.e.max)
+	}
+	p("\n| family | headroom error p95: with the models | without | kneewatch page, with: false, early, on time | without |\n|---|---|---|---|---|\n")
+	for _, f := range suiteFamilies {
+		fs := r.familyResults(f.name)
+		if len(fs) == 0 {
+			continue
+		}
+		a, b := tallyOf(fs, DetectorKneewatchPage), tallyOf(fs, DetectorWithoutModelsPage)
+		p("| %s | %.3f | %.3f | %d, %d/%d, %d/%d | %d, %d/%d, %d/%d |\n", f.name, pooledErrors(fs).p95, pooledWithoutModelsErrors(fs).p95,
+			a.falsePages, a.early, a.earlyPossible, a.onTime, a.abrupt, b.falsePages, b.early, b.earlyPossible, b.onTime, b.abrupt)
 	}
 	p("\n")
 }

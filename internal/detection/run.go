@@ -54,10 +54,13 @@ type ScenarioResult struct {
 	ClosedLoop *WhatIfResult
 	// Resweep is kneewatch given an independent sweep's profile, when
 	// Options.ResweepSeed is set.
-	Resweep  *WhatIfResult
-	Requests int
-	Steps    int
-	Elapsed  time.Duration
+	Resweep *WhatIfResult
+	// WithoutModels is kneewatch given the profile without its mix and
+	// speed models, when Options.WithoutModelsWhatIf is set.
+	WithoutModels *WhatIfResult
+	Requests      int
+	Steps         int
+	Elapsed       time.Duration
 }
 
 // runScenario simulates one scenario, feeds every scrape through kneewatch
@@ -112,6 +115,10 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache,
 	if err != nil {
 		return nil, err
 	}
+	withoutModels, err := newWithoutModelsWhatIf(sc, o, engine, &prof)
+	if err != nil {
+		return nil, err
+	}
 
 	truthCfg := truthConfig{slo: sc.Deployment.SLO, interval: o.ScrapeInterval,
 		loadWindow: o.Window, sloWindow: o.SLOWindow, grid: grid}
@@ -141,7 +148,7 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache,
 			res.KneeLoadExported[d] = append(res.KneeLoadExported[d], ratios[d])
 		}
 		res.Evaluations = append(res.Evaluations, round.Replicas[0].Result)
-		for _, w := range []*profileWhatIf{whatIf, resweep} {
+		for _, w := range []*profileWhatIf{whatIf, resweep, withoutModels} {
 			if w == nil {
 				continue
 			}
@@ -211,6 +218,17 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache,
 		for _, s := range res.Resweep.Scores {
 			if s.Detector.Key == DetectorKneewatchPage {
 				s.Detector = resweepDetector(s.Detector, o)
+				res.Scores = append(res.Scores, s)
+			}
+		}
+	}
+	if withoutModels != nil {
+		if res.WithoutModels, err = withoutModels.finish(ctx, res, o); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		for _, s := range res.WithoutModels.Scores {
+			if s.Detector.Key == DetectorKneewatchPage {
+				s.Detector = withoutModelsDetector(s.Detector)
 				res.Scores = append(res.Scores, s)
 			}
 		}

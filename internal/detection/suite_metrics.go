@@ -133,6 +133,18 @@ func pooledResweepErrors(results []*ScenarioResult) errorStats {
 	return statsOf(all)
 }
 
+// pooledWithoutModelsErrors pools the without-models what-if's headroom
+// errors (Options.WithoutModelsWhatIf); empty when it did not run.
+func pooledWithoutModelsErrors(results []*ScenarioResult) errorStats {
+	var all []float64
+	for _, res := range results {
+		if res.WithoutModels != nil {
+			all = append(all, res.WithoutModels.Errors...)
+		}
+	}
+	return statsOf(all)
+}
+
 func statsOf(all []float64) errorStats {
 	if len(all) == 0 {
 		return errorStats{}

@@ -114,6 +114,24 @@ func newResweepWhatIf(ctx context.Context, sc *Scenario, o Options, engine *prom
 	return newProfileWhatIf(p, o, engine)
 }
 
+// newWithoutModelsWhatIf is kneewatch given the deployment's profile
+// without its mix and speed models, as `kneewatch sweep` writes it by
+// default; nil when Options.WithoutModelsWhatIf is off. Without them
+// kneewatch moves the knee for longer prompts and a slower GPU by reading
+// the profile's curve, as it did before the models existed.
+func newWithoutModelsWhatIf(sc *Scenario, o Options, engine *promql.Engine, prof *knee.Profile) (*profileWhatIf, error) {
+	if !o.WithoutModelsWhatIf {
+		return nil, nil
+	}
+	p := *prof
+	p.MixModel, p.SpeedModel = nil, nil
+	p.Metadata.Name += "-without-models"
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("scenario %s: the profile without models: %w", sc.Name, err)
+	}
+	return newProfileWhatIf(p, o, engine)
+}
+
 func newProfileWhatIf(p knee.Profile, o Options, engine *promql.Engine) (*profileWhatIf, error) {
 	w := &profileWhatIf{result: &WhatIfResult{Profile: p}, store: newStore(), engine: engine}
 	var err error
