@@ -19,16 +19,16 @@ import (
 // kneeCase is one must-show sweep against the wall-clock simulator. Why
 // this shape:
 //   - The KV cache is made small (gpu_memory_utilization lowered, per
-//     preset and workload) so that it fills near concurrency 11; past
-//     that, each extra request waits for a KV slot and p90 TTFT climbs by
-//     a whole step per request (0.2–1.5 s at speed 1). The TTFT threshold
-//     sits halfway between the p90 at 13 and at 14, so the true knee is
-//     13: ±10% is ±1, the doubling 1, 2, 4, 8, 16 plus at most three
-//     refinements stays within 8 levels, and the delay a loaded machine
-//     adds to wall-clock latencies must reach about a step (40–60 ms of
-//     wall time after the speed-up) before the knee moves by two. Run in
-//     virtual time with 60 other seeds each, every case's sweep found 12,
-//     13 or 14 in at most 8 levels.
+//     preset and workload) so that it fills near the knee;
+//     past that, each extra request waits for a KV slot and p90 TTFT climbs
+//     by a whole step per request. The thresholds were set when every
+//     case's knee was 13; since the presets were calibrated (issue 13) the
+//     true knees are 15 (8B/H100) and 27-28 (70B/H200), and the bound on
+//     levels follows the knee (levelBound). The same searches in virtual
+//     time, 40 seeds a case, stay within it
+//     (TestTheSearchStaysWithinItsLevelBoundInVirtualTime). The delay a
+//     loaded machine adds to wall-clock latencies must reach about a step
+//     before a verdict near the knee flips.
 //   - The SLO is on p90 TTFT: a p99 of the default 100-request window is
 //     the second-slowest request, so one scheduling hiccup of the test
 //     machine (which delays every request in prefill at that moment)
@@ -90,7 +90,8 @@ const (
 
 // TestSweepFindsTheSimulatorsTrueKnee is must-show 1: against the simulator
 // over HTTP, the sweep's knee is within ±10% of sim.FindKnee's ground truth
-// for the same preset, workload, SLO and speed, in at most 8 levels.
+// for the same preset, workload, SLO and speed, in at most levelBound
+// levels.
 //
 // When a case misses, the test says whether the simulator kept its
 // timeline (see machineTrouble). A miss on a machine too loaded to run the
@@ -183,13 +184,21 @@ func accuracyProblems(out *Outcome, err error, want float64) []string {
 				found, want, 100*kneeTolerance, levelsOf(out), out.Reason))
 		}
 	}
-	if limit := maxLevels(want); len(out.Levels) > limit {
+	if limit := levelBound(want); len(out.Levels) > limit {
 		problems = append(problems, fmt.Sprintf("%d levels %v, want at most %d", len(out.Levels), levelsOf(out), limit))
 	}
 	return problems
 }
 
-// maxLevels is the most levels a sweep may take to a true knee of the given
+// levelBound is the most levels a sweep may take to a true knee of the
+// given concurrency: maxLevels of the highest knee within kneeTolerance of
+// it, since a search that finds that knee has doubled past it. A true knee
+// of 15 may be found at 16, past the fourth doubling (in virtual time, the
+// 8B/H100 RAG case's seed 30 took 1, 2, 4, 8, 16, 32, then 19, 17 and 16
+// confirmed in full: 9 levels).
+func levelBound(trueKnee float64) int { return maxLevels(trueKnee * (1 + kneeTolerance)) }
+
+// maxLevels is the most levels a sweep may take to a knee of the given
 // concurrency: the doublings up to the first power of two past it, then
 // refineLevels probes (8 for a knee of 8–15, 9 for 16–31).
 func maxLevels(knee float64) int {
