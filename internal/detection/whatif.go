@@ -116,9 +116,10 @@ func newResweepWhatIf(ctx context.Context, sc *Scenario, o Options, engine *prom
 
 // newWithoutModelsWhatIf is kneewatch given the deployment's profile
 // without its mix and speed models, as `kneewatch sweep` writes it by
-// default; nil when Options.WithoutModelsWhatIf is off. Without them
-// kneewatch moves the knee for longer prompts and a slower GPU by reading
-// the profile's curve, as it did before the models existed.
+// default; nil when Options.WithoutModelsWhatIf is off. Without the mix
+// model kneewatch does not move the knee with the mix (the KV cache, read
+// against the knee's own usage, sees longer contexts); without the speed
+// model it reads a slower GPU's knee off the profile's curve.
 func newWithoutModelsWhatIf(sc *Scenario, o Options, engine *promql.Engine, prof *knee.Profile) (*profileWhatIf, error) {
 	if !o.WithoutModelsWhatIf {
 		return nil, nil
