@@ -231,6 +231,12 @@ func writeSweepOutputs(res *sweep.Outcome, out, plotPath, reportPath string, inf
 			fmt.Fprintf(stdout, "knee: concurrency %g (%.0f output tok/s, limited by %s)%s\nprofile: %s\n",
 				k.Concurrency, k.OutputTokensPerSecond, k.LimitingResource, partial, out)
 		}
+		if res.Profile.MixModel == nil {
+			// On the detection bench, a profile without one more than
+			// doubled the headroom error where the mix moved.
+			fmt.Fprintf(stdout, "mix model: none, so kneewatch keeps this knee when the traffic's mix shifts; --mix-scales default measures one, with %d more knee searches (see \"kneewatch given a profile without models\" in docs/benchmarks/detection.md)\n",
+				len(knee.DefaultMixScales))
+		}
 		info.ProfileFile = relativeTo(reportPath, out)
 		if plotPath != "" {
 			if err := sweep.SavePlot(plotPath, res.Profile); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/sweep"
 )
 
 // startSweepSim starts one simulated replica with its DCGM endpoint on
@@ -92,6 +93,9 @@ func TestSweepWritesTheProfilePlotAndReport(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), fmt.Sprintf("knee: concurrency %g", prof.Knee.Concurrency)) {
 		t.Errorf("stdout %q", out.String())
+	}
+	if !strings.Contains(out.String(), "mix model: none") {
+		t.Errorf("stdout does not say the profile has no mix model: %q", out.String())
 	}
 	if !strings.Contains(errb.String(), `msg="level measured" concurrency=1`) {
 		t.Errorf("no plain log line per level on a non-terminal stderr:\n%s", errb.String())
@@ -182,5 +186,25 @@ func TestSweepNeverLogsTheAPIKey(t *testing.T) {
 	}
 	if strings.Contains(err.Error()+out.String()+errb.String(), "sk-secret-value") {
 		t.Error("the API key appears in the output")
+	}
+}
+
+// A profile with a mix model is written without the hint to measure one.
+func TestSweepOutputsSayWhenTheProfileHasNoMixModel(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		hint bool
+	}{{"../../knee/testdata/valid-mix.yaml", false}, {"../../knee/testdata/valid.yaml", true}} {
+		prof, err := knee.Load(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := writeSweepOutputs(&sweep.Outcome{Profile: prof}, filepath.Join(t.TempDir(), "p.yaml"), "", "", sweep.ReportInfo{}, &out); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(out.String(), "mix model: none"); got != tc.hint {
+			t.Errorf("%s (mix model %v): hint printed %v, want %v:\n%s", tc.file, prof.MixModel != nil, got, tc.hint, out.String())
+		}
 	}
 }
