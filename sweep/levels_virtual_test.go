@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -72,7 +71,7 @@ func TestTheSearchStaysWithinItsLevelBoundInVirtualTime(t *testing.T) {
 					t.Errorf("seed %d: %d levels %v, want at most %d (%s)", seed, len(seq), seq, limit, search.Done())
 				}
 			}
-			t.Logf("true knee %g; levels taken over %d seeds (levels: seeds): %s", want, seeds, fmt.Sprint(levels))
+			t.Logf("true knee %g; levels taken over %d seeds (levels: seeds): %v", want, seeds, levels)
 		})
 	}
 }

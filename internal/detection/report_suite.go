@@ -348,18 +348,8 @@ func (r *Report) suiteResweepTables(p func(string, ...any)) {
 	p("\n")
 	kw, rs := tallyOf(r.Results, DetectorKneewatchPage), tallyOf(r.Results, DetectorResweepPage)
 	e, re := pooledErrors(r.Results), pooledResweepErrors(r.Results)
-	p("| kneewatch given | safe scenarios paged | false pages per scenario-hour | early | on time | missed | headroom error mean / p95 / max |\n")
-	p("|---|---|---|---|---|---|---|\n")
-	for _, row := range []struct {
-		name string
-		t    tally
-		e    errorStats
-	}{{"the truth's sweep (seed " + fmt.Sprint(r.Options.Seed) + ")", kw, e}, {"an independent sweep (" + resweepSeeds(r.Options) + ")", rs, re}} {
-		t := row.t
-		p("| %s | %d of %d | %.2f | %d of %d (%s) | %d of %d (%s) | %d | %.3f / %.3f / %.3f |\n", row.name, t.safePaged, t.safe,
-			float64(t.falsePages)/t.hours, t.early, t.earlyPossible, pct(share(t.early, t.earlyPossible)),
-			t.onTime, t.abrupt, pct(share(t.onTime, t.abrupt)), t.missed, row.e.mean, row.e.p95, row.e.max)
-	}
+	givenTable(p, []givenRow{{"the truth's sweep (seed " + fmt.Sprint(r.Options.Seed) + ")", kw, e},
+		{"an independent sweep (" + resweepSeeds(r.Options) + ")", rs, re}})
 	p("\n| family | headroom error p95: the truth's sweep | an independent sweep |\n|---|---|---|\n")
 	for _, f := range suiteFamilies {
 		fs := r.familyResults(f.name)
@@ -400,18 +390,7 @@ func (r *Report) suiteWithoutModelsTables(p func(string, ...any)) {
 	p("profile's curve.\n\n")
 	kw, wm := tallyOf(r.Results, DetectorKneewatchPage), tallyOf(r.Results, DetectorWithoutModelsPage)
 	e, we := pooledErrors(r.Results), pooledWithoutModelsErrors(r.Results)
-	p("| kneewatch given | safe scenarios paged | false pages per scenario-hour | early | on time | missed | headroom error mean / p95 / max |\n")
-	p("|---|---|---|---|---|---|---|\n")
-	for _, row := range []struct {
-		name string
-		t    tally
-		e    errorStats
-	}{{"the profile with its models", kw, e}, {"the profile without models", wm, we}} {
-		t := row.t
-		p("| %s | %d of %d | %.2f | %d of %d (%s) | %d of %d (%s) | %d | %.3f / %.3f / %.3f |\n", row.name, t.safePaged, t.safe,
-			float64(t.falsePages)/t.hours, t.early, t.earlyPossible, pct(share(t.early, t.earlyPossible)),
-			t.onTime, t.abrupt, pct(share(t.onTime, t.abrupt)), t.missed, row.e.mean, row.e.p95, row.e.max)
-	}
+	givenTable(p, []givenRow{{"the profile with its models", kw, e}, {"the profile without models", wm, we}})
 	p("\n| family | headroom error p95: with the models | without | kneewatch page, with: false, early, on time | without |\n|---|---|---|---|---|\n")
 	for _, f := range suiteFamilies {
 		fs := r.familyResults(f.name)
@@ -423,4 +402,25 @@ func (r *Report) suiteWithoutModelsTables(p func(string, ...any)) {
 			a.falsePages, a.early, a.earlyPossible, a.onTime, a.abrupt, b.falsePages, b.early, b.earlyPossible, b.onTime, b.abrupt)
 	}
 	p("\n")
+}
+
+// givenRow is one kneewatch of a what-if comparison: what it was given,
+// its page's tally and its headroom errors.
+type givenRow struct {
+	name string
+	t    tally
+	e    errorStats
+}
+
+// givenTable writes the what-if tables' comparison of kneewatch given one
+// profile against another.
+func givenTable(p func(string, ...any), rows []givenRow) {
+	p("| kneewatch given | safe scenarios paged | false pages per scenario-hour | early | on time | missed | headroom error mean / p95 / max |\n")
+	p("|---|---|---|---|---|---|---|\n")
+	for _, row := range rows {
+		t := row.t
+		p("| %s | %d of %d | %.2f | %d of %d (%s) | %d of %d (%s) | %d | %.3f / %.3f / %.3f |\n", row.name, t.safePaged, t.safe,
+			float64(t.falsePages)/t.hours, t.early, t.earlyPossible, pct(share(t.early, t.earlyPossible)),
+			t.onTime, t.abrupt, pct(share(t.onTime, t.abrupt)), t.missed, row.e.mean, row.e.p95, row.e.max)
+	}
 }

@@ -124,22 +124,22 @@ func pooledErrors(results []*ScenarioResult) errorStats {
 // pooledResweepErrors pools the resweep what-if's headroom errors
 // (Options.ResweepSeed); empty when it did not run.
 func pooledResweepErrors(results []*ScenarioResult) errorStats {
-	var all []float64
-	for _, res := range results {
-		if res.Resweep != nil {
-			all = append(all, res.Resweep.Errors...)
-		}
-	}
-	return statsOf(all)
+	return pooledWhatIfErrors(results, func(res *ScenarioResult) *WhatIfResult { return res.Resweep })
 }
 
 // pooledWithoutModelsErrors pools the without-models what-if's headroom
 // errors (Options.WithoutModelsWhatIf); empty when it did not run.
 func pooledWithoutModelsErrors(results []*ScenarioResult) errorStats {
+	return pooledWhatIfErrors(results, func(res *ScenarioResult) *WhatIfResult { return res.WithoutModels })
+}
+
+// pooledWhatIfErrors pools the headroom errors of the what-if of each
+// result that which picks, over the results where it ran.
+func pooledWhatIfErrors(results []*ScenarioResult, which func(*ScenarioResult) *WhatIfResult) errorStats {
 	var all []float64
 	for _, res := range results {
-		if res.WithoutModels != nil {
-			all = append(all, res.WithoutModels.Errors...)
+		if w := which(res); w != nil {
+			all = append(all, w.Errors...)
 		}
 	}
 	return statsOf(all)
