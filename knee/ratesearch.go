@@ -61,7 +61,7 @@ func (s PoissonSearch) Validate() error {
 	}
 	switch {
 	case s.Low != 0 && !(s.Low > 0 && s.Low < 1): // NaN fails both comparisons
-		return fmt.Errorf("open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default), got %v", s.Low)
+		return fmt.Errorf("open loop: low must be in (0,1) as a multiple of the rate the search starts from (0 = default), got %v", s.Low)
 	case s.Steps < 0:
 		return fmt.Errorf("open loop: steps must be ≥ 0 (0 = default), got %d", s.Steps)
 	case s.Tick > 0 && s.Steady > 0 && s.Tick > s.Steady:
@@ -88,6 +88,10 @@ func (s PoissonSearch) Validate() error {
 type RateSearch struct {
 	Low   float64
 	Steps int
+	// Start names the rate the fractions are of, in Done's reasons: by
+	// default the closed-loop knee's; a sweep that stopped its closed loop
+	// at the first break starts from that level's rate instead.
+	Start string
 
 	trials     int
 	next       float64
@@ -105,7 +109,7 @@ func NewRateSearch(low float64, steps int) (*RateSearch, error) {
 	case steps < 0:
 		return nil, fmt.Errorf("the open-loop search's halvings must be ≥ 0, got %d", steps)
 	}
-	return &RateSearch{Low: low, Steps: steps, next: 1}, nil
+	return &RateSearch{Low: low, Steps: steps, Start: "the closed-loop knee's rate", next: 1}, nil
 }
 
 // Next returns the fraction to try next, or false when the search is over.
@@ -127,15 +131,15 @@ func (s *RateSearch) Record(kept bool) {
 	}
 	switch {
 	case s.testingLow && kept:
-		s.finish(fmt.Sprintf("the SLO held only at the low end, %g× the closed-loop knee's rate", f))
+		s.finish(fmt.Sprintf("the SLO held only at the low end, %g× %s", f, s.Start))
 	case s.testingLow:
-		s.finish(fmt.Sprintf("the SLO breaks even at %g× the closed-loop knee's rate", f))
+		s.finish(fmt.Sprintf("the SLO breaks even at %g× %s", f, s.Start))
 	case s.trials == 1 && kept:
-		s.finish("the SLO held at the closed-loop knee's rate")
+		s.finish("the SLO held at " + s.Start)
 	case s.trials-1 >= s.Steps && s.lo == 0:
 		s.testingLow, s.next = true, s.Low
 	case s.trials-1 >= s.Steps:
-		s.finish(fmt.Sprintf("after %d halvings the SLO held at %g× and broke at %g× the closed-loop knee's rate", s.Steps, s.lo, s.hi))
+		s.finish(fmt.Sprintf("after %d halvings the SLO held at %g× and broke at %g× %s", s.Steps, s.lo, s.hi, s.Start))
 	default:
 		s.next = (max(s.lo, s.Low) + s.hi) / 2
 	}

@@ -81,6 +81,12 @@ type Search struct {
 	StopWhenSaturated bool
 	// PastBreak more doubling levels are measured after the first break.
 	PastBreak int
+	// StopAtBreak ends the search at the doubling's first break, with no
+	// refinement and no confirmation of a screened level: a Poisson search
+	// needs only a load above the knee to start its rates from, and the
+	// refinement's levels near the knee are the slowest to judge (see
+	// Estimate for the knee it leaves).
+	StopAtBreak bool
 
 	levels   int
 	next     Step
@@ -190,6 +196,9 @@ func (s *Search) Record(c int, o Outcome) {
 		s.next = Step{Concurrency: min(2*c, s.MaxConcurrency)}
 		s.checkBudget()
 		return
+	case doubling && !o.Good && s.StopAtBreak && s.lo > 0:
+		s.done, s.reason = true, fmt.Sprintf("stopped at the first break: the knee is in [%d, %d), about %.3g", s.lo, s.hi, s.Estimate())
+		return
 	case doubling && !o.Good:
 		s.afterBreak()
 		return
@@ -256,13 +265,26 @@ func (s *Search) width() int {
 	return max(1, int(math.Floor(s.Precision*float64(s.lo))))
 }
 
-func (s *Search) probe(width int) int {
+// Estimate is where the SLO margin crosses 1 between the bracket's ends,
+// interpolated in log(margin) as the refinement's probes are: the knee a
+// search that stopped at its first break leaves (within [lo, hi)), the
+// midpoint when a margin is unusable, and lo when nothing broke.
+func (s *Search) Estimate() float64 {
+	if s.hi == 0 || s.lo == 0 {
+		return float64(s.lo)
+	}
 	lo, hi := float64(s.lo), float64(s.hi)
 	est := (lo + hi) / 2
 	if s.mhi > 1 && s.mlo > 0 && s.mlo <= 1 && !math.IsInf(s.mhi, 0) {
 		llo, lhi := math.Log(s.mlo), math.Log(s.mhi)
 		est = lo + (0-llo)/(lhi-llo)*(hi-lo)
 	}
+	return est
+}
+
+func (s *Search) probe(width int) int {
+	lo, hi := float64(s.lo), float64(s.hi)
+	est := s.Estimate()
 	guard := max(float64(width), (hi-lo)/8)
 	low, high := lo+guard, hi-guard
 	if low > high {

@@ -1,7 +1,9 @@
 package measure
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -261,4 +263,72 @@ func TestSearchMeasuresPastTheBreakForTheCurve(t *testing.T) {
 	if levels[5] != 32 || levels[6] != 64 {
 		t.Errorf("levels %v, want 32 (the break) then 64 (one past it)", levels)
 	}
+}
+
+func TestSearchStoppingAtTheFirstBreakLeavesAnEstimateInsideItsBracket(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		knee           float64
+		margin         func(c, knee float64) float64
+		lo, hi         int
+		estLo, estHigh float64 // where the estimate must land
+	}{
+		// Linear in concurrency: log-linear interpolation between 16
+		// (0.4+0.6×16/26.5) and 32 lands near the truth.
+		{"a linear margin crossing at 26.5", 26.5, func(c, k float64) float64 { return 0.4 + 0.6*c/k }, 16, 32, 24, 29},
+		// Convex: the interpolation is pulled up by the far margin's log
+		// less than a linear one would be, but stays in the bracket.
+		{"a convex margin crossing at 12.5", 12.5, func(c, k float64) float64 { return 0.5 + 0.5*math.Pow(c/k, 6) }, 8, 16, 9, 15},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewSearch(256, 0.1, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.StopAtBreak = true
+			levels, lo := runSearch(t, s, func(c int) (float64, float64) { return tc.margin(float64(c), tc.knee), linearThroughput(c) })
+			if _, hi := s.Bracket(); lo != tc.lo || hi != tc.hi {
+				t.Fatalf("bracket [%d, %d), want [%d, %d) (levels %v)", lo, hi, tc.lo, tc.hi, levels)
+			}
+			if want := []int{1, 2, 4, 8, 16, 32}[:len(levels)]; !slices.Equal(levels, want) || levels[len(levels)-1] != tc.hi {
+				t.Errorf("levels %v, want the doublings up to the first break %d and nothing after it", levels, tc.hi)
+			}
+			if est := s.Estimate(); !(est >= tc.estLo && est <= tc.estHigh) {
+				t.Errorf("estimate %.2f, want it in [%g, %g] (true crossing %g)", est, tc.estLo, tc.estHigh, tc.knee)
+			}
+			if !strings.HasPrefix(s.Done(), fmt.Sprintf("stopped at the first break: the knee is in [%d, %d)", tc.lo, tc.hi)) {
+				t.Errorf("reason %q", s.Done())
+			}
+		})
+	}
+	t.Run("no confirmation of a screened last good level", func(t *testing.T) {
+		s, err := NewSearch(256, 0.1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.StopAtBreak = true
+		steps := runScreened(t, s, func(c int) float64 { return float64(c) / 5.5 }, 0.5, map[int]bool{4: true})
+		for _, st := range steps {
+			if st.Confirm {
+				t.Errorf("a confirmation was asked for (steps %v)", steps)
+			}
+		}
+		if !s.KneeScreened() {
+			t.Errorf("the last good level was screened and the search should say so")
+		}
+	})
+	t.Run("a break at concurrency 1 is no bracket", func(t *testing.T) {
+		s, err := NewSearch(256, 0.1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.StopAtBreak = true
+		runSearch(t, s, func(int) (float64, float64) { return 2, 10 })
+		if lo, hi := s.Bracket(); lo != 0 || hi != 1 || s.Estimate() != 0 {
+			t.Errorf("bracket [%d, %d), estimate %v; want [0, 1) and 0", lo, hi, s.Estimate())
+		}
+		if !strings.Contains(s.Done(), "already breaks") {
+			t.Errorf("reason %q", s.Done())
+		}
+	})
 }

@@ -104,5 +104,5 @@ func modelKnee(ctx context.Context, sub Config, out *Outcome, model string, vari
 // one was not.
 func (o *Outcome) kneeOnlyALowerBound() bool {
 	p := o.Profile
-	return p.Metadata.Partial && (p.Knee.Arrivals != knee.ArrivalsPoisson || p.Knee.RequestsPerSecond >= o.ClosedLoopRate*(1-1e-3))
+	return p.Metadata.Partial && (p.Knee.Arrivals != knee.ArrivalsPoisson || p.Knee.RequestsPerSecond >= o.StartRate*(1-1e-3))
 }

@@ -32,7 +32,7 @@ func TestTheSweepRejectsBadOpenLoopSettings(t *testing.T) {
 		{"a negative outstanding cap", OpenLoopConfig{MaxOutstanding: -1}, "sweep: open loop: the outstanding cap must be ≥ 0 (0 = default), got -1"},
 		{"negative requests per trial", OpenLoopConfig{Requests: -3}, "sweep: open loop: the requests per trial must be ≥ 0 (0 = default), got -3"},
 		{"a low above the knee's rate", OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Low: 1.5}},
-			"sweep: open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default), got 1.5"},
+			"sweep: open loop: low must be in (0,1) as a multiple of the rate the search starts from (0 = default), got 1.5"},
 		{"a threshold share over 1", OpenLoopConfig{ThresholdShare: 1.2},
 			"sweep: open loop: the threshold share must be in (0, 1] (0 = default 0.9), got 1.2"},
 		{"a negative threshold share", OpenLoopConfig{ThresholdShare: -0.1},

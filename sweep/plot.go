@@ -166,7 +166,7 @@ func WritePlotWith(w io.Writer, p *knee.Profile, format string, x PlotExtras) er
 func title(p *knee.Profile) string {
 	var b strings.Builder
 	if p.Knee.Arrivals == knee.ArrivalsPoisson {
-		fmt.Fprintf(&b, "%s · workload %s · poisson knee %s in flight at %g req/s (closed loop %s)", p.Match.Model, p.Workload.Mix.Name,
+		fmt.Fprintf(&b, "%s · workload %s · poisson knee %s in flight at %g req/s (closed loop ≈ %s)", p.Match.Model, p.Workload.Mix.Name,
 			formatConcurrency(p.Knee.Concurrency), p.Knee.RequestsPerSecond, formatConcurrency(p.Knee.ClosedLoopConcurrency))
 	} else {
 		fmt.Fprintf(&b, "%s · workload %s · knee at concurrency %s", p.Match.Model, p.Workload.Mix.Name, formatConcurrency(p.Knee.Concurrency))
@@ -314,7 +314,7 @@ func finishPanel(pl *plot.Plot, p *knee.Profile, ymax float64) {
 	if p.Knee.Arrivals == knee.ArrivalsPoisson {
 		// The curve is closed-loop; the poisson knee sits on it at its
 		// mean in-flight load.
-		kneeLine(p.Knee.ClosedLoopConcurrency, colorClosedKnee, "closed-loop knee: concurrency "+formatConcurrency(p.Knee.ClosedLoopConcurrency))
+		kneeLine(p.Knee.ClosedLoopConcurrency, colorClosedKnee, "closed-loop knee ≈ concurrency "+formatConcurrency(p.Knee.ClosedLoopConcurrency))
 		kneeLine(p.Knee.Concurrency, colorKnee, fmt.Sprintf("poisson knee: %s in flight at %g req/s", formatConcurrency(p.Knee.Concurrency), p.Knee.RequestsPerSecond))
 		return
 	}

@@ -95,7 +95,7 @@ func TestPlotOfAPoissonProfileMarksBothKnees(t *testing.T) {
 	}
 	svg := buf.String()
 	for _, want := range []string{
-		"closed-loop knee: concurrency " + formatConcurrency(closed),
+		"closed-loop knee ≈ concurrency " + formatConcurrency(closed),
 		"poisson knee: " + formatConcurrency(closed*0.6) + " in flight at 12.5 req/s",
 	} {
 		if !strings.Contains(svg, want) {

@@ -52,20 +52,26 @@ func TestPoissonSweepFindsAKneeBelowTheClosedLoopOne(t *testing.T) {
 	}
 	prof := out.Profile
 	k, closed := prof.Knee, out.ClosedLoopKnee
-	t.Logf("poisson knee %g in flight at %g req/s; closed-loop knee %g at %g req/s", k.Concurrency, k.RequestsPerSecond, closed.Concurrency, out.ClosedLoopRate)
-	if k.Arrivals != knee.ArrivalsPoisson || k.ClosedLoopConcurrency != closed.Concurrency {
-		t.Errorf("knee %+v: want arrivals poisson and the closed-loop knee %g for reference", k, closed.Concurrency)
+	t.Logf("poisson knee %g in flight at %g req/s; closed loop: last kept level %g, first broken %d at %g req/s, knee about %g",
+		k.Concurrency, k.RequestsPerSecond, closed.Concurrency, out.StartConcurrency, out.StartRate, out.ClosedLoopEstimate)
+	// The closed loop stopped at its first break, a doubling of the last
+	// level kept, and the knee it records lies between them.
+	if out.StartConcurrency != 2*int(closed.Concurrency) || !(k.ClosedLoopConcurrency >= closed.Concurrency && k.ClosedLoopConcurrency < float64(out.StartConcurrency)) {
+		t.Errorf("closed loop: last kept %g, first broken %d, recorded knee %g: want a doubling and the knee in between", closed.Concurrency, out.StartConcurrency, k.ClosedLoopConcurrency)
 	}
-	// The trials are fractions of the measured closed-loop rate, never above
-	// it. Whether they fall below it depends on that measurement: on a busy
-	// machine the wall-clock closed-loop search reads the knee low (every
-	// late step adds latency), and one Poisson trial at that rate can keep
-	// the SLO. So the strict claim, Poisson arrivals knee below closed-loop
-	// ones, is judged against the closed-loop knee the virtual-time engine
-	// measures, which no scheduling delay moves; a loaded machine only
-	// pushes the wall-clock Poisson knee further below it.
-	if k.RequestsPerSecond > out.ClosedLoopRate {
-		t.Errorf("the poisson knee's rate %g is above the closed-loop knee's %g it was searched under", k.RequestsPerSecond, out.ClosedLoopRate)
+	if k.Arrivals != knee.ArrivalsPoisson || k.ClosedLoopConcurrency != out.ClosedLoopEstimate {
+		t.Errorf("knee %+v: want arrivals poisson and the closed-loop estimate %g for reference", k, out.ClosedLoopEstimate)
+	}
+	// The trials are fractions of the first broken level's rate, never above
+	// it. Whether they fall below the closed-loop knee's depends on that
+	// measurement: on a busy machine the wall-clock closed loop reads
+	// latency high (every late step adds some), and one Poisson trial can
+	// keep the SLO. So the strict claim, Poisson arrivals knee below
+	// closed-loop ones, is judged against the closed-loop knee the
+	// virtual-time engine measures, which no scheduling delay moves; a
+	// loaded machine only pushes the wall-clock Poisson knee further below it.
+	if k.RequestsPerSecond > out.StartRate {
+		t.Errorf("the poisson knee's rate %g is above the start rate %g it was searched under", k.RequestsPerSecond, out.StartRate)
 	}
 	truth, err := sim.FindKnee(context.Background(), sim.KneeConfig{
 		Engine: sim.Config{Preset: p, Speed: kc.speed}, Workload: resolve(t, kc.workload), SLO: slo, Seed: 1,
@@ -111,7 +117,7 @@ func TestPoissonSweepFindsAKneeBelowTheClosedLoopOne(t *testing.T) {
 	// long before its steady part ends, as one that did not keep the SLO.
 	gen := resolve(t, kc.workload)
 	tr, err := RunTrial(context.Background(), st.client(16), TrialConfig{
-		Rate: 4 * out.ClosedLoopRate, Warmup: time.Second, Steady: 20 * time.Second, Tick: 250 * time.Millisecond, SLOWindow: 2 * time.Second,
+		Rate: 2 * out.StartRate, Warmup: time.Second, Steady: 20 * time.Second, Tick: 250 * time.Millisecond, SLOWindow: 2 * time.Second,
 		MaxOutstanding: 8, Seed: 1, SLO: slo,
 		Next: func() Request {
 			w := gen.Next()
@@ -122,7 +128,7 @@ func TestPoissonSweepFindsAKneeBelowTheClosedLoopOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !tr.Capped || tr.Kept || tr.CappedAfter > 5*time.Second || !strings.Contains(tr.Breach, "8 requests outstanding (the cap)") {
-		t.Errorf("trial at 4× the knee rate with a cap of 8: capped %v after %s, kept %v, breach %q", tr.Capped, tr.CappedAfter, tr.Kept, tr.Breach)
+		t.Errorf("trial at 2× the first broken level's rate with a cap of 8: capped %v after %s, kept %v, breach %q", tr.Capped, tr.CappedAfter, tr.Kept, tr.Breach)
 	}
 	t.Logf("whole test %s", time.Since(start).Round(100*time.Millisecond))
 }

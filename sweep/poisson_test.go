@@ -55,13 +55,13 @@ func testConfig() *Config {
 
 func TestThePoissonKneeIsTheBestKeptTrialOnTheClosedLoopCurve(t *testing.T) {
 	out := closedOutcome()
-	out.ClosedLoopRate = 10
+	out.StartRate = 10
 	var calls []float64
 	best, err := testConfig().searchRate(context.Background(), out, fakeTrials(7, &calls))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The closed-loop rate first, then four halvings of [2, 10]; the low
+	// The start rate first, then four halvings of [2, 10]; the low
 	// rate is never needed.
 	if diff := cmp.Diff([]float64{10, 6, 8, 7, 7.5}, calls); diff != "" {
 		t.Errorf("rates tried (-want +got):\n%s", diff)
@@ -70,14 +70,14 @@ func TestThePoissonKneeIsTheBestKeptTrialOnTheClosedLoopCurve(t *testing.T) {
 	if tr.Rate != 7 || tr.Fraction != 0.7 {
 		t.Errorf("best trial %g req/s (%g×), want 7 (0.7×)", tr.Rate, tr.Fraction)
 	}
-	k, err := poissonKnee(out.Profile, tr, out.Profile.Knee)
+	k, err := poissonKnee(out.Profile, tr, 11)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// In flight 3.5 lies between the points at 2 and 4: KV read on the
 	// curve there, 3.5 ÷ 20.
 	want := knee.Knee{Concurrency: 3.5, OutputTokensPerSecond: 350, GoodputTokensPerSecond: 350, KVCacheUsage: 0.175,
-		LimitingResource: knee.ResourceCompute, Arrivals: knee.ArrivalsPoisson, RequestsPerSecond: 7, ClosedLoopConcurrency: 8}
+		LimitingResource: knee.ResourceCompute, Arrivals: knee.ArrivalsPoisson, RequestsPerSecond: 7, ClosedLoopConcurrency: 11}
 	if diff := cmp.Diff(want, k); diff != "" {
 		t.Errorf("poisson knee (-want +got):\n%s", diff)
 	}
@@ -89,13 +89,13 @@ func TestThePoissonKneeIsTheBestKeptTrialOnTheClosedLoopCurve(t *testing.T) {
 
 func TestAPoissonSearchBreakingAtTheLowRateSaysSo(t *testing.T) {
 	out := closedOutcome()
-	out.ClosedLoopRate = 10
+	out.StartRate = 10
 	var calls []float64
 	best, err := testConfig().searchRate(context.Background(), out, fakeTrials(1, &calls))
 	if !errors.Is(err, ErrPoissonUnreachable) || best != -1 {
 		t.Fatalf("best %d, error %v; want ErrPoissonUnreachable", best, err)
 	}
-	for _, want := range []string{"2 requests/s (0.2× the closed-loop knee's 10)", "p99 TTFT 2s > 1s"} {
+	for _, want := range []string{"2 requests/s (0.2× the first broken level's rate, 10)", "p99 TTFT 2s > 1s"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -109,7 +109,7 @@ func TestAPoissonSearchBreakingAtTheLowRateSaysSo(t *testing.T) {
 func TestAPoissonKneeBelowTheLowestLevelSweptIsAnError(t *testing.T) {
 	out := closedOutcome()
 	tr := Trial{Rate: 1, Kept: true, Point: knee.Point{Concurrency: 0.4, OutputTokensPerSecond: 50}}
-	_, err := poissonKnee(out.Profile, tr, out.Profile.Knee)
+	_, err := poissonKnee(out.Profile, tr, 11)
 	if err == nil || !strings.Contains(err.Error(), "mean in-flight load (0.4 at 1 requests/s) lies outside the concurrencies swept (1..16)") {
 		t.Errorf("error %v", err)
 	}
@@ -129,7 +129,7 @@ func TestAnInterruptedPoissonSearchKeepsTheBestRateSoFarMarkedPartial(t *testing
 		t.Run(tc.name, func(t *testing.T) {
 			out := closedOutcome()
 			closed := out.Profile.Knee
-			out.ClosedLoopKnee, out.ClosedLoopRate = &closed, 10
+			out.ClosedLoopKnee, out.StartConcurrency, out.StartRate, out.ClosedLoopEstimate = &closed, 16, 10, 11
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			cfg := testConfig()
@@ -167,7 +167,7 @@ func TestAnInterruptedPoissonSearchKeepsTheBestRateSoFarMarkedPartial(t *testing
 func TestAPoissonSearchWithNoKeptRateWritesNoProfile(t *testing.T) {
 	out := closedOutcome()
 	closed := out.Profile.Knee
-	out.ClosedLoopKnee, out.ClosedLoopRate = &closed, 10
+	out.ClosedLoopKnee, out.StartConcurrency, out.StartRate, out.ClosedLoopEstimate = &closed, 16, 10, 11
 	err := testConfig().poissonProfile(context.Background(), out, fakeTrials(0.5, new([]float64)))
 	if !errors.Is(err, ErrPoissonUnreachable) || out.Profile != nil {
 		t.Errorf("error %v, profile %v: want ErrPoissonUnreachable and no profile", err, out.Profile != nil)

@@ -50,7 +50,7 @@ func WriteReport(w io.Writer, out *Outcome, info ReportInfo) error {
 	if p := out.Profile; p != nil {
 		k := p.Knee
 		if k.Arrivals == knee.ArrivalsPoisson {
-			fmt.Fprintf(&b, "| **knee** (poisson) | **%g requests/s, %s in flight**: %.0f output tok/s, %.0f goodput tok/s, KV cache %.0f%%, limited by %s (closed-loop knee: concurrency %s) |\n",
+			fmt.Fprintf(&b, "| **knee** (poisson) | **%g requests/s, %s in flight**: %.0f output tok/s, %.0f goodput tok/s, KV cache %.0f%%, limited by %s (closed-loop knee ≈ concurrency %s) |\n",
 				k.RequestsPerSecond, formatConcurrency(k.Concurrency), k.OutputTokensPerSecond, k.GoodputTokensPerSecond, 100*k.KVCacheUsage, k.LimitingResource,
 				formatConcurrency(k.ClosedLoopConcurrency))
 		} else {

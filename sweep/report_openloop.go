@@ -23,21 +23,25 @@ func writeOpenLoop(b *bytes.Buffer, out *Outcome, slo knee.SLO) {
 		"at most %.0f%% of its requests failed, and it never reached the cap on outstanding requests. "+
 		"In flight is the client's mean over the steady part.\n\n", q, fmt.Sprintf("%.0f%%", 100*judgingShare(out.ThresholdShare)), 100*MaxErrorRate)
 	if ck := out.ClosedLoopKnee; ck != nil {
+		fmt.Fprintf(b, "The closed loop doubled its concurrency until a level broke the SLO and was not refined: "+
+			"the trials' rates are shares of %s (concurrency %d, %.3g requests/s). "+
+			"The closed-loop knee the profile records, about %s, is where the SLO margin crosses 1 between the last kept and the first broken level, interpolated.\n\n",
+			out.startName(), out.StartConcurrency, out.StartRate, formatConcurrency(out.ClosedLoopEstimate))
 		fmt.Fprintf(b, "| knee | requests/s | in flight | output tok/s | goodput tok/s | KV cache | limited by |\n")
 		fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---|\n")
-		fmt.Fprintf(b, "| closed loop | %.3g | %s | %.1f | %.1f | %.1f%% | %s |\n", out.ClosedLoopRate, formatConcurrency(ck.Concurrency),
+		fmt.Fprintf(b, "| closed loop, last level kept | %.3g | %s | %.1f | %.1f | %.1f%% | %s |\n", closedRate(out), formatConcurrency(ck.Concurrency),
 			ck.OutputTokensPerSecond, ck.GoodputTokensPerSecond, 100*ck.KVCacheUsage, ck.LimitingResource)
 		if p := out.Profile; p != nil && p.Knee.Arrivals == knee.ArrivalsPoisson {
 			k := p.Knee
-			fmt.Fprintf(b, "| **poisson** | **%.3g** (%.2f×) | **%s** (%.2f×) | %.1f | %.1f | %.1f%% | %s |\n",
-				k.RequestsPerSecond, k.RequestsPerSecond/out.ClosedLoopRate, formatConcurrency(k.Concurrency), k.Concurrency/ck.Concurrency,
+			fmt.Fprintf(b, "| **poisson** | **%.3g** (%.2f× the start) | **%s** (%.2f×) | %.1f | %.1f | %.1f%% | %s |\n",
+				k.RequestsPerSecond, k.RequestsPerSecond/out.StartRate, formatConcurrency(k.Concurrency), k.Concurrency/ck.Concurrency,
 				k.OutputTokensPerSecond, k.GoodputTokensPerSecond, 100*k.KVCacheUsage, k.LimitingResource)
 		} else {
 			fmt.Fprintf(b, "| poisson | none | | | | | |\n")
 		}
 		fmt.Fprintln(b)
 	}
-	fmt.Fprintf(b, "| trial | requests/s | × closed-loop rate | sent | completed | in flight | output tok/s | goodput tok/s | %s TTFT | %s TPOT | judged ticks | steady | SLO |\n", q, q)
+	fmt.Fprintf(b, "| trial | requests/s | × start rate | sent | completed | in flight | output tok/s | goodput tok/s | %s TTFT | %s TPOT | judged ticks | steady | SLO |\n", q, q)
 	fmt.Fprintf(b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for i, tr := range out.Trials {
 		v := "✓ kept"
@@ -63,4 +67,17 @@ func knownSeconds(s float64) string {
 		return "–"
 	}
 	return seconds(s)
+}
+
+// closedRate is the request rate measured at the closed-loop search's
+// last kept level (its last measurement, a confirmation replacing a
+// screening), 0 when there is none.
+func closedRate(out *Outcome) float64 {
+	rate := 0.0
+	for _, lv := range out.Levels {
+		if out.ClosedLoopKnee != nil && lv.Point.Concurrency == out.ClosedLoopKnee.Concurrency {
+			rate = lv.Point.RequestsPerSecond
+		}
+	}
+	return rate
 }

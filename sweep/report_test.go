@@ -63,17 +63,21 @@ func TestReportMatchesTheGoldenFile(t *testing.T) {
 	checkGolden(t, golden, b.Bytes())
 }
 
-// fixedPoissonOutcome is fixedOutcome followed by three Poisson trials:
-// 0.2× and 0.6× kept, 1× broke on TTFT, and a knee moved to 0.6×.
+// fixedPoissonOutcome is fixedOutcome's doubling (1, 2, 8 kept, 16 broke;
+// no refinement) followed by three Poisson trials from 16's rate: 0.2×
+// and 0.6× kept, 1× broke on TTFT, and a knee moved to 0.6×.
 func fixedPoissonOutcome() *Outcome {
 	out := fixedOutcome()
+	out.Levels[2], out.Levels[3] = out.Levels[3], out.Levels[2]
+	out.Reason = "stopped at the first break: the knee is in [8, 16), about 11.7"
 	closed := out.Profile.Knee
-	out.ClosedLoopKnee, out.ClosedLoopRate = &closed, 5
+	const start = 9.44 // 16's request rate, 1700 ÷ 180 rounded
+	out.ClosedLoopKnee, out.StartConcurrency, out.StartRate, out.ClosedLoopEstimate = &closed, 16, start, 11
 	out.ThresholdShare = DefaultThresholdShare
 	trial := func(f, inFlight float64, kept bool, breach string, judged int) Trial {
-		return Trial{Rate: 5 * f, Fraction: f, Sent: int(5 * f * 660), InFlight: inFlight, Kept: kept, Breach: breach,
-			Point:     knee.Point{Concurrency: inFlight, OutputTokensPerSecond: 180 * 5 * f, GoodputTokensPerSecond: 170 * 5 * f},
-			Completed: make([]Result, int(5*f*600)), TTFTAtQuantile: 0.2 + f/4, TPOTAtQuantile: 0.01 + f/100,
+		return Trial{Rate: start * f, Fraction: f, Sent: int(start * f * 660), InFlight: inFlight, Kept: kept, Breach: breach,
+			Point:     knee.Point{Concurrency: inFlight, OutputTokensPerSecond: 180 * start * f, GoodputTokensPerSecond: 170 * start * f},
+			Completed: make([]Result, int(start*f*600)), TTFTAtQuantile: 0.2 + f/4, TPOTAtQuantile: 0.01 + f/100,
 			Ticks: 121, Judged: judged, Steady: 10 * time.Minute}
 	}
 	out.Trials = []Trial{
@@ -81,9 +85,9 @@ func fixedPoissonOutcome() *Outcome {
 		trial(1, 9.5, false, "p99 TTFT 1.2s > 450ms at 3m5s into the steady part (judged at 90% of the SLO's thresholds)", 121),
 		trial(0.6, 4.25, true, "", 121),
 	}
-	out.OpenLoopReason = "after 1 halvings the SLO held at 0.6× and broke at 1× the closed-loop knee's rate"
-	out.Profile.Knee = knee.Knee{Concurrency: 4.25, OutputTokensPerSecond: 540, GoodputTokensPerSecond: 510, KVCacheUsage: 0.3,
-		LimitingResource: knee.ResourceCompute, Arrivals: knee.ArrivalsPoisson, RequestsPerSecond: 3, ClosedLoopConcurrency: 8}
+	out.OpenLoopReason = "after 1 halvings the SLO held at 0.6× and broke at 1× the first broken level's rate"
+	out.Profile.Knee = knee.Knee{Concurrency: 4.25, OutputTokensPerSecond: 1019.5, GoodputTokensPerSecond: 962.9, KVCacheUsage: 0.3,
+		LimitingResource: knee.ResourceCompute, Arrivals: knee.ArrivalsPoisson, RequestsPerSecond: 5.664, ClosedLoopConcurrency: 11}
 	return out
 }
 

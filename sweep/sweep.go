@@ -117,13 +117,20 @@ type Outcome struct {
 	Finished time.Time
 
 	// With Poisson arrivals: the open-loop trials in the order they ran,
-	// why their search stopped, and the closed-loop knee they started from
-	// (the profile's knee is then the poisson one).
+	// why their search stopped, and the closed-loop search's last level
+	// that kept the SLO (the profile's knee is then the poisson one).
 	Trials         []Trial
 	OpenLoopReason string
 	ClosedLoopKnee *knee.Knee
-	// ClosedLoopRate is the closed-loop knee's request rate, requests/s.
-	ClosedLoopRate float64
+	// StartConcurrency is the closed-loop level the trials' rates start
+	// from: the first that broke the SLO, or the highest when none did.
+	// StartRate is its request rate, requests/s; a trial's Fraction is of it.
+	StartConcurrency int
+	StartRate        float64
+	// ClosedLoopEstimate is the closed-loop knee the profile records beside
+	// the poisson one: where the SLO margin crosses 1 between the last kept
+	// and the first broken level, rounded down (measure.Search.Estimate).
+	ClosedLoopEstimate float64
 	// ThresholdShare is the share of each SLO threshold the trials were
 	// judged at (OpenLoopConfig.ThresholdShare).
 	ThresholdShare float64
@@ -150,6 +157,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The Poisson trials need only a load above the knee to start from
+	// (see runPoisson).
+	search.StopAtBreak = cfg.Arrivals == knee.ArrivalsPoisson
 	// No saturation stop: a flat throughput with the SLO still met is not the
 	// knee (on the suite it put it up to 35% low); the levels past it are
 	// cheap to break with early stopping.
@@ -220,7 +230,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	case cfg.Arrivals != knee.ArrivalsPoisson:
 		return out, cfg.withModels(ctx, out)
 	}
-	if err := cfg.runPoisson(ctx, out); err != nil {
+	if err := cfg.runPoisson(ctx, out, search); err != nil {
 		return out, err
 	}
 	log.Info("open-loop search finished", "reason", out.OpenLoopReason, "trials", len(out.Trials), "took", out.Finished.Sub(out.Started).Round(time.Millisecond))

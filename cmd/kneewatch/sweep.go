@@ -48,7 +48,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	wl := fs.String("workload", "chat", "workload: a preset ("+strings.Join(workload.PresetNames(), ", ")+"), a mix .yaml file, or a .jsonl/.csv trace")
 	seed := fs.Uint64("seed", 1, "seed of the workload draws")
 	maxC := fs.Int("max-concurrency", sweep.DefaultMaxConcurrency, "highest concurrency of the doubling")
-	precision := fs.Float64("precision", sweep.DefaultPrecision, "refine until the knee's bracket is this narrow, relative to the knee")
+	precision := fs.Float64("precision", sweep.DefaultPrecision, "with --arrivals closed-loop: refine until the knee's bracket is this narrow, relative to the knee")
 	maxLevels := fs.Int("max-levels", 0, "stop after this many levels (0: no limit)")
 	minRequests := fs.Int("min-requests", 0, "smallest steady-state window per level in completed requests (0: 2 ÷ (1 − quantile), at least 100; 200 for p99)")
 	warmup := fs.Int("warmup-requests", 0, "completions discarded before each window (0: concurrency + min(concurrency, 8))")
@@ -85,12 +85,13 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	newLogger := logFlags(fs, "info")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kneewatch sweep --target URL --model NAME --slo-ttft D --slo-tpot D --out profile.yaml [flags]")
-		fmt.Fprintln(stderr, "\nDrives the endpoint closed-loop at concurrency 1, 2, 4, … until the SLO breaks, throughput")
-		fmt.Fprintln(stderr, "stops growing or errors pass 1%, then refines between the last good and the first bad level.")
-		fmt.Fprintln(stderr, "Writes the knee profile `kneewatch serve` reads, and optionally a plot and a report.")
-		fmt.Fprintln(stderr, "With --arrivals poisson it then bisects a steady Poisson request rate between 0.2× and 1× the")
-		fmt.Fprintln(stderr, "closed-loop knee's rate (about 5 trials, each sized by --open-loop-requests) and")
-		fmt.Fprintln(stderr, "reports the largest rate that kept the SLO: the knee to give kneewatch for open traffic.")
+		fmt.Fprintln(stderr, "\nDrives the endpoint closed-loop at concurrency 1, 2, 4, … until the SLO breaks or errors pass")
+		fmt.Fprintln(stderr, "1%. With --arrivals poisson (the default) it stops there and bisects a steady Poisson request")
+		fmt.Fprintln(stderr, "rate between 0.2× and 1× the broken level's rate (about 5 trials, each sized by")
+		fmt.Fprintln(stderr, "--open-loop-requests), and reports the largest rate that kept the SLO: the knee to give")
+		fmt.Fprintln(stderr, "kneewatch for open traffic. With --arrivals closed-loop it refines between the last good and")
+		fmt.Fprintln(stderr, "the first bad level to --precision instead. Writes the knee profile `kneewatch serve` reads,")
+		fmt.Fprintln(stderr, "and optionally a plot and a report.")
 		fmt.Fprintln(stderr, "Ctrl-C stops at once and writes what was measured, marked partial.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
@@ -225,7 +226,7 @@ func writeSweepOutputs(res *sweep.Outcome, out, plotPath, reportPath string, inf
 		}
 		k, partial := res.Profile.Knee, cmp.Or(map[bool]string{true: " — partial"}[res.Profile.Metadata.Partial], "")
 		if k.Arrivals == knee.ArrivalsPoisson {
-			fmt.Fprintf(stdout, "knee (poisson): %g requests/s, %g in flight (%.0f output tok/s, limited by %s; closed-loop knee: concurrency %g)%s\nprofile: %s\n",
+			fmt.Fprintf(stdout, "knee (poisson): %g requests/s, %g in flight (%.0f output tok/s, limited by %s; closed-loop knee ≈ concurrency %g)%s\nprofile: %s\n",
 				k.RequestsPerSecond, k.Concurrency, k.OutputTokensPerSecond, k.LimitingResource, k.ClosedLoopConcurrency, partial, out)
 		} else {
 			fmt.Fprintf(stdout, "knee: concurrency %g (%.0f output tok/s, limited by %s)%s\nprofile: %s\n",

@@ -242,11 +242,11 @@ func TestFindKneeRejectsBadOpenLoopConfig(t *testing.T) {
 		want     string
 	}{
 		{"low at 1", knee.ArrivalsPoisson, OpenLoopConfig{Low: 1},
-			"open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default), got 1"},
+			"open loop: low must be in (0,1) as a multiple of the rate the search starts from (0 = default), got 1"},
 		{"low negative", knee.ArrivalsPoisson, OpenLoopConfig{Low: -0.1},
-			"open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default), got -0.1"},
+			"open loop: low must be in (0,1) as a multiple of the rate the search starts from (0 = default), got -0.1"},
 		{"low not a number", knee.ArrivalsPoisson, OpenLoopConfig{Low: math.NaN()},
-			"open loop: low must be in (0,1) as a multiple of the closed-loop knee's rate (0 = default), got NaN"},
+			"open loop: low must be in (0,1) as a multiple of the rate the search starts from (0 = default), got NaN"},
 		{"negative steps", knee.ArrivalsPoisson, OpenLoopConfig{Steps: -1}, "open loop: steps must be ≥ 0 (0 = default), got -1"},
 		{"negative warmup", knee.ArrivalsPoisson, OpenLoopConfig{Warmup: -time.Minute}, "open loop: warmup must be ≥ 0 (0 = default), got -1m0s"},
 		{"negative steady part", knee.ArrivalsPoisson, OpenLoopConfig{Steady: -time.Second}, "open loop: steady must be ≥ 0 (0 = default), got -1s"},
