@@ -44,9 +44,10 @@ type Options struct {
 	// sweeps would have.
 	ResweepAverageSeeds []uint64
 	// WithoutModelsWhatIf also runs a second kneewatch on the same scrapes
-	// given the deployment's profile without its mix and speed models: the
-	// profile `kneewatch sweep` writes by default (without --mix-scales or
-	// --speed-model). Its page is scored as DetectorWithoutModelsPage.
+	// given the deployment's profile as `kneewatch sweep` writes it by
+	// default (without --mix-scales or --speed-model): no mix or speed
+	// model, and a poisson profile's curve cut to the doubling
+	// (asDoublingSweep). Its page is scored as DetectorWithoutModelsPage.
 	WithoutModelsWhatIf bool
 	// TruthGridSeeds is how many independent knee searches the truth's
 	// knee under changed conditions (a share of another mix, a slower GPU;

@@ -230,8 +230,23 @@ func TestBenchSuiteSubset(t *testing.T) {
 		if wm := res.WithoutModels; wm == nil || res.score(DetectorWithoutModelsPage) == nil || len(wm.Errors) == 0 {
 			t.Errorf("%s: the without-models what-if did not run or was not scored", res.Scenario.Name)
 		} else {
-			if wm.Profile.MixModel != nil || wm.Profile.SpeedModel != nil || wm.Profile.Knee != res.Profile.Knee {
+			// It is the profile a default sweep writes: no models, the
+			// same poisson knee, the curve cut to the doubling.
+			k := wm.Profile.Knee
+			k.ClosedLoopConcurrency = res.Profile.Knee.ClosedLoopConcurrency
+			if wm.Profile.MixModel != nil || wm.Profile.SpeedModel != nil || k != res.Profile.Knee {
 				t.Errorf("%s: the without-models profile keeps a model or moves the knee", res.Scenario.Name)
+			}
+			pts := wm.Profile.Points
+			for i, pt := range pts {
+				if pt.Concurrency != float64(int(1)<<i) || (i < len(pts)-1 && !pt.MeetsSLO) {
+					t.Errorf("%s: the without-models profile's curve %v is not the doubling up to its first break", res.Scenario.Name, wm.Profile.Sweep.Levels)
+					break
+				}
+			}
+			if n := len(pts); n < 2 || !(wm.Profile.Knee.ClosedLoopConcurrency >= pts[n-2].Concurrency && wm.Profile.Knee.ClosedLoopConcurrency < pts[n-1].Concurrency) {
+				t.Errorf("%s: the without-models profile's closed-loop knee %v lies outside its doubling's last bracket (levels %v)", res.Scenario.Name,
+					wm.Profile.Knee.ClosedLoopConcurrency, wm.Profile.Sweep.Levels)
 			}
 			if res.Profile.MixModel == nil || res.Profile.SpeedModel == nil {
 				t.Errorf("%s: the run's own profile has no mix or speed model to take away", res.Scenario.Name)

@@ -41,6 +41,10 @@ type emulated struct {
 	// breakRate is the request rate at the first level past the knee (the
 	// bracket's upper end), 0 when the search ended without one.
 	breakRate float64
+	// startRate is where the sweep's Poisson search starts after this
+	// closed loop: breakRate, or the highest level's rate when nothing
+	// broke (sweep.runPoisson).
+	startRate float64
 }
 
 // emulatedPoisson is the sweep's open-loop search after a closed-loop one,
@@ -77,15 +81,25 @@ const poissonSeeds = 4
 // early-stopping rule. Its elapsed time is what the levels would take at
 // real speed; the preflight probe and the HTTP overhead are left out.
 func emulateSweep(ctx context.Context, p sim.Preset, gen *workload.Generator, slo knee.SLO, early measure.Early) (emulated, error) {
-	return emulateSweepAt(ctx, p, gen, slo, early, sweep.DefaultPrecision)
+	return emulateSweepAt(ctx, p, gen, slo, early, sweep.DefaultPrecision, false)
 }
 
-// emulateSweepAt is emulateSweep with the search's precision given.
-func emulateSweepAt(ctx context.Context, p sim.Preset, gen *workload.Generator, slo knee.SLO, early measure.Early, precision float64) (emulated, error) {
+// emulateDoubling is the closed loop of a sweep with Poisson arrivals
+// (sweep.Run with measure.Search.StopAtBreak): the doubling, every level
+// screened, stopped at its first break with no refinement and no
+// confirmation. Its startRate is where the open-loop search starts.
+func emulateDoubling(ctx context.Context, p sim.Preset, gen *workload.Generator, slo knee.SLO) (emulated, error) {
+	return emulateSweepAt(ctx, p, gen, slo, measure.DefaultEarly, sweep.DefaultPrecision, true)
+}
+
+// emulateSweepAt is emulateSweep with the search's precision given, and
+// stopped at the first break when stopAtBreak is set.
+func emulateSweepAt(ctx context.Context, p sim.Preset, gen *workload.Generator, slo knee.SLO, early measure.Early, precision float64, stopAtBreak bool) (emulated, error) {
 	search, err := measure.NewSearch(sweep.DefaultMaxConcurrency, precision, 0)
 	if err != nil {
 		return emulated{}, err
 	}
+	search.StopAtBreak = stopAtBreak
 	// No saturation stop: a flat throughput with the SLO still met is not the
 	// knee (on the suite it put it up to 35% low); the levels past it are
 	// cheap to break with early stopping.
@@ -124,10 +138,12 @@ func emulateSweepAt(ctx context.Context, p sim.Preset, gen *workload.Generator, 
 			Screened: lv.Stopped == measure.Screened})
 	}
 	e.reason = search.Done()
-	if _, hi := search.Bracket(); hi > 0 {
-		if pt, ok := knee.PointAt(points, float64(hi)); ok {
-			e.breakRate = pt.RequestsPerSecond
-		}
+	lo, hi := search.Bracket()
+	if pt, ok := knee.PointAt(points, float64(hi)); ok && hi > 0 {
+		e.breakRate = pt.RequestsPerSecond
+		e.startRate = e.breakRate
+	} else if pt, ok := knee.PointAt(points, float64(lo)); ok {
+		e.startRate = pt.RequestsPerSecond
 	}
 	slices.SortFunc(points, func(a, b knee.Point) int { return int(a.Concurrency - b.Concurrency) })
 	if k, err := knee.FindFromPoints(points, slo); err == nil {
@@ -144,10 +160,13 @@ type sweepTimeRow struct {
 	half         string
 	truth        float64
 	fixed, early emulated
+	// doubling is the closed loop of a sweep with Poisson arrivals: it
+	// stops at its first break, and the open-loop search starts there.
+	doubling emulated
 	// truthRate is the median of the simulator's poisson knee rates over
 	// poissonSeeds seeds (the detection bench's settings), truthRates
 	// each of them; poisson is the sweep's open-loop search after the
-	// sequential closed-loop one, with seed 1 (one sweep, as an operator
+	// doubling, with seed 1 (one sweep, as an operator
 	// runs it), and poissonRates its found rates over the same seeds.
 	truthRate    float64
 	truthRates   []float64
@@ -219,9 +238,12 @@ func runSweepTime(t *testing.T, deps []Deployment) []sweepTimeRow {
 		if row.early, err = emulateSweep(ctx, p, gen, slo, measure.DefaultEarly); err != nil {
 			t.Fatal(err)
 		}
-		if row.early.kneeRate > 0 {
+		if row.doubling, err = emulateDoubling(ctx, p, gen, slo); err != nil {
+			t.Fatal(err)
+		}
+		if row.doubling.startRate > 0 && row.early.kneeRate > 0 {
 			for seed := uint64(1); seed <= poissonSeeds; seed++ {
-				e, err := emulatePoisson(ctx, p, gen, slo, row.early.kneeRate, seed)
+				e, err := emulatePoisson(ctx, p, gen, slo, row.doubling.startRate, seed)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -264,21 +286,22 @@ func poissonTruthRates(t *testing.T, ctx context.Context, p sim.Preset, workload
 	return rates
 }
 
-// TestSweepCoarseBeforePoisson measures shorter roads to a poisson knee
-// (issue 13's 20-minute goal) against the sweep as shipped, for every
-// suite deployment whose true poisson knee serves at least 1 request/s:
+// TestSweepCoarseBeforePoisson compares roads to a poisson knee (issue
+// 13's 20-minute goal), for every suite deployment whose true poisson knee
+// serves at least 1 request/s:
 //
-//   - shipped: the closed-loop search to 10% precision, its knee confirmed
-//     in full, then the open-loop search from that knee's rate;
+//   - refined: the closed-loop search to 10% precision, its knee confirmed
+//     in full, then the open-loop search from that knee's rate (the sweep
+//     until 2026-12-06);
 //   - coarse: the closed-loop search to a coarse precision
 //     (KNEEWATCH_SWEEP_COARSE=<precision>, e.g. 0.5), then the open-loop
 //     search from the rate of the bracket's upper end, the first level
 //     past the knee (a coarse knee can lie far under the poisson one, and
 //     the open-loop search never tries above its start);
-//   - doubling: the closed loop's doubling alone, every level screened,
-//     stopped at its first break with no refinement and no confirmation,
-//     then the open-loop search from the break level's rate (from the last
-//     level's when none broke).
+//   - doubling (shipped): the closed loop's doubling alone, every level
+//     screened, stopped at its first break with no refinement and no
+//     confirmation, then the open-loop search from the break level's rate
+//     (from the last level's when none broke).
 //
 // Each road's open-loop search runs with seeds 1 to poissonSeeds, as that
 // many operators' sweeps; the table counts, per half of make bench-sweep
@@ -290,24 +313,22 @@ func poissonTruthRates(t *testing.T, ctx context.Context, p sim.Preset, workload
 // nothing was chosen on either half), sweeps within ±10% of the truth and
 // done within 20 minutes:
 //
-//	road        | half A (24)    | half B (36)    | both (60)
-//	shipped     | 20, 16         | 28, 23         | 48, 39
-//	coarse 0.5  | 19, 17         | 29, 32         | 48, 49
-//	doubling    | 22, 21         | 25, 34         | 47, 55
+//	road                | half A (24) | half B (36) | both (60)
+//	refined             | 20, 16      | 28, 23      | 48, 39
+//	coarse 0.5          | 19, 17      | 29, 32      | 48, 49
+//	doubling (shipped)  | 22, 21      | 25, 33      | 47, 54
 //
-// With seed 1 the doubling road finished 13 of the 15 within 20 minutes
-// (the sweep as shipped 10): it missed with 8B/L4 chat (tight, 20m38s) and
-// 70B/H200 code (tight, 21m40s). Where a trial at the break level's own
-// rate kept the SLO (70B/H200 code and chat, loose; 8B/L4 chat, loose),
-// the search ended after it, 2-3% off the truth: a closed loop at the
-// break level holds that many requests in flight whatever the rate, a
-// Poisson stream at its rate far fewer, so that rate is no proof of a
-// break under Poisson arrivals. Skipping the trial there, as if it were,
-// took the road from 55 to 51 of 60 within 20 minutes (a by-hand variant
-// of this test). The sweep does not take the doubling road yet: its
-// closed-loop knee would rest on a screened level, and kneewatch reads a
-// slowed GPU's knee off the curve at that knee when the profile has no
-// speed model.
+// (A by-hand doubling loop, before the sweep drove measure.Search's
+// StopAtBreak, counted 34 on half B.) With seed 1 the doubling road
+// finished 13 of the 15 within 20 minutes (refined: 10): it missed with
+// 8B/L4 chat (tight, 20m38s) and 70B/H200 code (tight, 21m40s). Where a
+// trial at the break level's own rate kept the SLO (70B/H200 code and
+// chat, loose; 8B/L4 chat, loose), the search ended after it, 2-3% off the
+// truth: a closed loop at the break level holds that many requests in
+// flight whatever the rate, a Poisson stream at its rate far fewer, so
+// that rate is no proof of a break under Poisson arrivals. Skipping the
+// trial there, as if it were, took the road from 55 to 51 of 60 within 20
+// minutes (a by-hand variant of this test).
 func TestSweepCoarseBeforePoisson(t *testing.T) {
 	v := os.Getenv("KNEEWATCH_SWEEP_COARSE")
 	if v == "" {
@@ -322,7 +343,7 @@ func TestSweepCoarseBeforePoisson(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	roads := []string{"shipped", fmt.Sprintf("coarse %g", precision), "doubling"}
+	roads := []string{"refined", fmt.Sprintf("coarse %g", precision), "doubling (shipped)"}
 	type tally struct{ ok, fast, n int }
 	tallies := map[string]*tally{}
 	for _, d := range deps {
@@ -335,26 +356,25 @@ func TestSweepCoarseBeforePoisson(t *testing.T) {
 			continue
 		}
 		truthRate := median(truth)
-		shipped, err := emulateSweepAt(ctx, dep.preset, dep.gen, dep.slo, measure.DefaultEarly, sweep.DefaultPrecision)
+		refined, err := emulateSweepAt(ctx, dep.preset, dep.gen, dep.slo, measure.DefaultEarly, sweep.DefaultPrecision, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		coarse, err := emulateSweepAt(ctx, dep.preset, dep.gen, dep.slo, measure.DefaultEarly, precision)
+		refined.startRate = refined.kneeRate
+		coarse, err := emulateSweepAt(ctx, dep.preset, dep.gen, dep.slo, measure.DefaultEarly, precision, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if coarse.breakRate > coarse.kneeRate {
-			coarse.kneeRate = coarse.breakRate
-		}
+		coarse.startRate = max(coarse.breakRate, coarse.kneeRate)
 		doubling, err := emulateDoubling(ctx, dep.preset, dep.gen, dep.slo)
 		if err != nil {
 			t.Fatal(err)
 		}
 		half := sweepTimeHalf(d)
 		line := fmt.Sprintf("%s %s/%s %s: truth %.3g req/s", half, d.Preset, d.Workload, d.Tightness, truthRate)
-		for i, closed := range []emulated{shipped, coarse, doubling} {
+		for i, closed := range []emulated{refined, coarse, doubling} {
 			for seed := uint64(1); seed <= poissonSeeds; seed++ {
-				tr, err := emulatePoisson(ctx, dep.preset, dep.gen, dep.slo, closed.kneeRate, seed)
+				tr, err := emulatePoisson(ctx, dep.preset, dep.gen, dep.slo, closed.startRate, seed)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -388,36 +408,6 @@ func TestSweepCoarseBeforePoisson(t *testing.T) {
 			}
 		}
 	}
-}
-
-// emulateDoubling is the closed loop's doubling alone, in virtual time:
-// levels 1, 2, 4, … up to sweep.DefaultMaxConcurrency, each with the
-// sweep's warm-up and window and every level screened (DefaultEarly),
-// stopped at the first level that breaks the SLO. Its kneeRate is that
-// level's request rate (the last level's when none broke), where the
-// open-loop search would start.
-func emulateDoubling(ctx context.Context, p sim.Preset, gen *workload.Generator, slo knee.SLO) (emulated, error) {
-	var e emulated
-	minReq := sweep.DefaultMinRequests(slo.Quantile)
-	for c := 1; c <= sweep.DefaultMaxConcurrency; c *= 2 {
-		lv, err := sim.RunLevel(ctx, sim.LevelConfig{
-			Engine: sim.Config{Preset: p}, Workload: gen.WithSeed(uint64(c)*7919 + 1), Concurrency: c, SLO: slo,
-			WarmupRequests: sweep.DefaultWarmup(c), WindowRequests: sweep.WindowRequests(c, minReq),
-			Early: measure.DefaultEarly, MayScreen: true,
-		})
-		if err != nil {
-			return e, fmt.Errorf("concurrency %d: %w", c, err)
-		}
-		e.levels++
-		e.elapsed += lv.Elapsed
-		e.kneeRate = lv.Point.RequestsPerSecond
-		if !lv.Point.MeetsSLO {
-			e.breakRate = e.kneeRate
-			break
-		}
-		e.knee = float64(c)
-	}
-	return e, nil
 }
 
 func kneeErr(found, truth float64) float64 { return math.Abs(found-truth) / truth }
@@ -477,7 +467,7 @@ func TestSweepTimeBench(t *testing.T) {
 		if r.truthRate > 0 && kneeErr(r.poisson.rate, r.truthRate) > 0.10 {
 			t.Errorf("%s: the poisson search found %g requests/s, truth %g", name, r.poisson.rate, r.truthRate)
 		}
-		if total := r.early.elapsed + r.poisson.elapsed; r.truthRate >= 1 && r.early.single <= goalSingleRequest && total > 20*time.Minute {
+		if total := r.doubling.elapsed + r.poisson.elapsed; r.truthRate >= 1 && r.early.single <= goalSingleRequest && total > 20*time.Minute {
 			t.Errorf("%s: the poisson sweep took %s at real speed, want ≤ 20 min", name, total.Round(time.Second))
 		}
 	}
@@ -551,7 +541,7 @@ func sweepTimeReport(rows []sweepTimeRow) string {
 		a.maxFixed = max(a.maxFixed, r.fixed.elapsed)
 		a.ratios = append(a.ratios, ratio)
 		if r.truthRate > 0 {
-			total := r.early.elapsed + r.poisson.elapsed
+			total := r.doubling.elapsed + r.poisson.elapsed
 			a.pn++
 			if kneeErr(r.poisson.rate, r.truthRate) <= 0.10 {
 				a.pWithin++
@@ -580,25 +570,27 @@ func sweepTimeReport(rows []sweepTimeRow) string {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d of %d | %s | %s | %.2f |\n", h, a.n, a.within, a.withinFixed, a.under10, a.inScopeUnder10, a.inScope,
 			a.maxTime.Round(time.Second), a.maxFixed.Round(time.Second), a.ratios[len(a.ratios)/2])
 	}
-	fmt.Fprintf(&b, "\n## Poisson arrivals\n\nThe open-loop search after the sequential closed-loop one, from its knee's request rate. The true\n"+
+	fmt.Fprintf(&b, "\n## Poisson arrivals\n\nA sweep with Poisson arrivals (the default) runs the closed loop's doubling only, every level\n"+
+		"screened, stopped at the first level that breaks the SLO (no refinement, no confirmation), then the\n"+
+		"open-loop search from that level's request rate (measure.Search.StopAtBreak; sweep.runPoisson). The true\n"+
 		"poisson knee is sim.FindKnee's with the detection bench's settings (5 min warm-up, 20 min steady\n"+
 		"parts, 7 halvings from 0.1×), run with seeds 1 to %d: near the knee whether a run meets a bad\n"+
 		"window is itself random, so each seed's bisection is one draw, and the truth here is their median,\n"+
 		"the rate at which a 20-minute run breaches about half the time. \"Found\" is one sweep's (seed 1),\n"+
 		"as an operator runs it, its trials judged at %.0f%% of each threshold (sweep.DefaultThresholdShare);\n"+
 		"the sweep's median over the same seeds shows its bias apart from its noise. Total is the\n"+
-		"closed-loop search plus the trials (seed 1).\n\n", poissonSeeds, 100*sweep.DefaultThresholdShare)
-	b.WriteString("| half | deployment | SLO | true rate (req/s): median (range over seeds) | found rate | error | found, median over seeds (range) | its error | trials | trials' time | total |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		"doubling plus the trials (seed 1).\n\n", poissonSeeds, 100*sweep.DefaultThresholdShare)
+	b.WriteString("| half | deployment | SLO | true rate (req/s): median (range over seeds) | found rate | error | found, median over seeds (range) | its error | trials | doubling: levels, time | trials' time | total |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		if r.truthRate == 0 {
-			fmt.Fprintf(&b, "| %s | %s/%s | %s | no poisson knee | | | | | | | |\n", r.half, r.dep.Preset, r.dep.Workload, r.dep.Tightness)
+			fmt.Fprintf(&b, "| %s | %s/%s | %s | no poisson knee | | | | | | | | |\n", r.half, r.dep.Preset, r.dep.Workload, r.dep.Tightness)
 			continue
 		}
 		found := median(r.poissonRates)
-		fmt.Fprintf(&b, "| %s | %s/%s | %s | %.3g (%.3g–%.3g) | %.3g | %+.0f%% | %.3g (%.3g–%.3g) | %+.0f%% | %d | %s | %s |\n", r.half, r.dep.Preset, r.dep.Workload, r.dep.Tightness,
+		fmt.Fprintf(&b, "| %s | %s/%s | %s | %.3g (%.3g–%.3g) | %.3g | %+.0f%% | %.3g (%.3g–%.3g) | %+.0f%% | %d | %d, %s | %s | %s |\n", r.half, r.dep.Preset, r.dep.Workload, r.dep.Tightness,
 			r.truthRate, slices.Min(r.truthRates), slices.Max(r.truthRates), r.poisson.rate, 100*(r.poisson.rate/r.truthRate-1),
 			found, slices.Min(r.poissonRates), slices.Max(r.poissonRates), 100*(found/r.truthRate-1), r.poisson.trials,
-			r.poisson.elapsed.Round(time.Second), (r.early.elapsed + r.poisson.elapsed).Round(time.Second))
+			r.doubling.levels, r.doubling.elapsed.Round(time.Second), r.poisson.elapsed.Round(time.Second), (r.doubling.elapsed + r.poisson.elapsed).Round(time.Second))
 	}
 	b.WriteString("\n| half | with a poisson knee | rate within ±10% | (of the truth's seed 1 alone) | the sweep's bias: median error of its median over seeds | the truth's own spread: median range ÷ median | knee ≥ 1 req/s | of those, total ≤ 20 min | longest total |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, h := range []string{"A", "B"} {

@@ -2,6 +2,7 @@ package detection
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,5 +156,46 @@ func TestTruthQuantileReachesBackAsFarAsItTakes(t *testing.T) {
 	}
 	if v := w.At(benchEpoch.Add(98 * 10 * time.Second)); knee.Known(v) {
 		t.Errorf("with 99 requests so far the truth judged the moment (%v), want unknown", v)
+	}
+}
+
+// TestTheDefaultSweepsProfileIsTheDoublingUpToItsFirstBreak: the
+// without-models what-if gives kneewatch a poisson profile as a default
+// sweep writes it. valid.yaml's curve is the doubling 1–128 (128 broke)
+// with 96 and 112 from the refinement; the default sweep never measures
+// those, and records as its closed-loop knee the crossing interpolated in
+// log(margin) between 64 (p99 TTFT 170 ms of 500: margin 0.34) and 128
+// (810 ms: 1.62): 64 + 64 × ln(1/0.34) ÷ ln(1.62/0.34) = 108.2, so 108.
+func TestTheDefaultSweepsProfileIsTheDoublingUpToItsFirstBreak(t *testing.T) {
+	closed, err := knee.Load("../../knee/testdata/valid.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	poisson := *closed
+	poisson.Knee = knee.Knee{Concurrency: 48, OutputTokensPerSecond: 5000, GoodputTokensPerSecond: 4900, KVCacheUsage: 0.2,
+		LimitingResource: closed.Knee.LimitingResource, Arrivals: knee.ArrivalsPoisson, RequestsPerSecond: 30,
+		ClosedLoopConcurrency: closed.Knee.Concurrency}
+	got, err := asDoublingSweep(poisson)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{1, 2, 4, 8, 16, 32, 64, 128}, got.Sweep.Levels); diff != "" {
+		t.Errorf("levels (-want +got):\n%s", diff)
+	}
+	if len(got.Points) != 8 || got.Points[7].Concurrency != 128 || got.Points[7].MeetsSLO {
+		t.Errorf("points %v, want the doubling's 8 ending on 128's break", got.Sweep.Levels)
+	}
+	want := poisson.Knee
+	want.ClosedLoopConcurrency = 108
+	if diff := cmp.Diff(want, got.Knee); diff != "" {
+		t.Errorf("knee (-want +got):\n%s", diff)
+	}
+	if len(poisson.Points) != len(closed.Points) {
+		t.Errorf("the input profile's points were changed")
+	}
+	p50 := poisson
+	p50.SLO.Quantile = 0.5
+	if _, err := asDoublingSweep(p50); err == nil || !strings.Contains(err.Error(), "SLO quantile is 0.5") {
+		t.Errorf("a p50 profile: error %v, want one naming the quantile", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 )
 
 // WhatIfResult is a what-if of one scenario: a second kneewatch, given
@@ -114,17 +116,24 @@ func newResweepWhatIf(ctx context.Context, sc *Scenario, o Options, engine *prom
 	return newProfileWhatIf(p, o, engine)
 }
 
-// newWithoutModelsWhatIf is kneewatch given the deployment's profile
-// without its mix and speed models, as `kneewatch sweep` writes it by
-// default; nil when Options.WithoutModelsWhatIf is off. Without the mix
-// model kneewatch does not move the knee with the mix (the KV cache, read
-// against the knee's own usage, sees longer contexts); without the speed
-// model it reads a slower GPU's knee off the profile's curve.
+// newWithoutModelsWhatIf is kneewatch given the deployment's profile as
+// `kneewatch sweep` writes it by default; nil when
+// Options.WithoutModelsWhatIf is off. It has no mix and no speed model:
+// kneewatch then does not move the knee with the mix (the KV cache, read
+// against the knee's own usage, sees longer contexts), and reads a slower
+// GPU's knee off the profile's curve. A poisson profile's curve is also cut
+// to the doubling a default sweep measures (asDoublingSweep).
 func newWithoutModelsWhatIf(sc *Scenario, o Options, engine *promql.Engine, prof *knee.Profile) (*profileWhatIf, error) {
 	if !o.WithoutModelsWhatIf {
 		return nil, nil
 	}
 	p := *prof
+	if p.Knee.Arrivals == knee.ArrivalsPoisson {
+		var err error
+		if p, err = asDoublingSweep(p); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+	}
 	p.MixModel, p.SpeedModel = nil, nil
 	p.Metadata.Name += "-without-models"
 	if err := p.Validate(); err != nil {
@@ -141,6 +150,47 @@ func newProfileWhatIf(p knee.Profile, o Options, engine *promql.Engine) (*profil
 	}
 	w.job = newScrapeTarget(w.store, "job", "kneewatch", "instance", "kneewatch:9090")
 	return w, nil
+}
+
+// asDoublingSweep is a poisson profile as a sweep with Poisson arrivals
+// measures its curve: the closed loop's doubling, stopped at its first
+// break, with the closed-loop knee it records interpolated in that bracket
+// (measure.Search.StopAtBreak and Estimate, replayed on the profile's own
+// points). The poisson knee itself stays.
+func asDoublingSweep(p knee.Profile) (knee.Profile, error) {
+	if p.SLO.Quantile != 0.99 || len(p.Points) == 0 {
+		return knee.Profile{}, fmt.Errorf("profile %s: the doubling replay reads p99 margins on its points; its SLO quantile is %g, with %d points", p.Metadata.Name, p.SLO.Quantile, len(p.Points))
+	}
+	search, err := measure.NewSearch(math.MaxInt32, 0.1, 0)
+	if err != nil {
+		return knee.Profile{}, err
+	}
+	search.StopAtBreak = true
+	var points []knee.Point
+	for {
+		step, ok := search.Next()
+		if !ok {
+			break
+		}
+		pt, ok := knee.PointAt(p.Points, float64(step.Concurrency))
+		if !ok {
+			if step.Concurrency > int(p.Points[len(p.Points)-1].Concurrency) {
+				break // the profile's own search stopped below: the cap
+			}
+			return knee.Profile{}, fmt.Errorf("profile %s has no point at concurrency %d for its doubling", p.Metadata.Name, step.Concurrency)
+		}
+		points = append(points, pt)
+		margin := max(pt.TTFT.P99/p.SLO.TTFT.Seconds(), pt.TPOT.P99/p.SLO.TPOT.Seconds())
+		search.Record(step.Concurrency, measure.Outcome{Good: pt.MeetsSLO, Margin: margin, TokensPerSecond: pt.OutputTokensPerSecond})
+	}
+	q := p
+	q.Points = points
+	q.Sweep.Levels = nil
+	for _, pt := range points {
+		q.Sweep.Levels = append(q.Sweep.Levels, int(pt.Concurrency))
+	}
+	q.Knee.ClosedLoopConcurrency = math.Floor(search.Estimate())
+	return q, q.Validate()
 }
 
 // withClosedLoopKnee is a Poisson-knee profile with its knee moved back to
