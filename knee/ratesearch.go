@@ -90,7 +90,7 @@ type RateSearch struct {
 	Steps int
 	// Start names the rate the fractions are of, in Done's reasons: by
 	// default the closed-loop knee's; a sweep that stopped its closed loop
-	// at the first break starts from that level's rate instead.
+	// soon after its first break starts from the lowest broken level's rate.
 	Start string
 
 	trials     int

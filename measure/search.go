@@ -81,12 +81,13 @@ type Search struct {
 	StopWhenSaturated bool
 	// PastBreak more doubling levels are measured after the first break.
 	PastBreak int
-	// StopAtBreak ends the search at the doubling's first break, with no
-	// refinement and no confirmation of a screened level: a Poisson search
-	// needs only a load above the knee to start its rates from, and the
-	// refinement's levels near the knee are the slowest to judge (see
-	// Estimate for the knee it leaves).
+	// StopAtBreak ends the search soon after the doubling's first break:
+	// after at most BreakProbes refinement levels, and with no confirmation
+	// of a screened level. A Poisson search needs only a load above the
+	// knee to start its rates from, and the refinement's levels near the
+	// knee are the slowest to judge (see Estimate for the knee it leaves).
 	StopAtBreak bool
+	BreakProbes int
 
 	levels   int
 	next     Step
@@ -94,8 +95,10 @@ type Search struct {
 	mlo, mhi float64
 	lastTput float64
 	pastLeft int
-	done     bool
-	reason   string
+	// probesLeft counts down BreakProbes after the first break.
+	probesLeft int
+	done       bool
+	reason     string
 	// lowerBound: the search ended with every level meeting the SLO and
 	// throughput still growing, so the true knee may lie higher.
 	lowerBound bool
@@ -197,7 +200,11 @@ func (s *Search) Record(c int, o Outcome) {
 		s.checkBudget()
 		return
 	case doubling && !o.Good && s.StopAtBreak && s.lo > 0:
-		s.done, s.reason = true, fmt.Sprintf("stopped at the first break: the knee is in [%d, %d), about %.3g", s.lo, s.hi, s.Estimate())
+		s.probesLeft = s.BreakProbes
+		s.probeOrStop()
+		return
+	case !doubling && s.StopAtBreak:
+		s.probeOrStop()
 		return
 	case doubling && !o.Good:
 		s.afterBreak()
@@ -216,6 +223,20 @@ func (s *Search) Record(c int, o Outcome) {
 		return
 	}
 	s.refine()
+}
+
+// probeOrStop follows the first break when the search stops there: one
+// more refinement level while BreakProbes allow and the bracket is wider
+// than the precision, else the end.
+func (s *Search) probeOrStop() {
+	width := s.width()
+	if s.probesLeft == 0 || s.hi-s.lo <= width {
+		s.done, s.reason = true, fmt.Sprintf("stopped after the first break: the knee is in [%d, %d), about %.3g", s.lo, s.hi, s.Estimate())
+		return
+	}
+	s.probesLeft--
+	s.next = Step{Concurrency: s.probe(width), MayScreen: true}
+	s.checkBudget()
 }
 
 // afterBreak follows the doubling's first break (and the levels past it).

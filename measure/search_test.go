@@ -296,7 +296,7 @@ func TestSearchStoppingAtTheFirstBreakLeavesAnEstimateInsideItsBracket(t *testin
 			if est := s.Estimate(); !(est >= tc.estLo && est <= tc.estHigh) {
 				t.Errorf("estimate %.2f, want it in [%g, %g] (true crossing %g)", est, tc.estLo, tc.estHigh, tc.knee)
 			}
-			if !strings.HasPrefix(s.Done(), fmt.Sprintf("stopped at the first break: the knee is in [%d, %d)", tc.lo, tc.hi)) {
+			if !strings.HasPrefix(s.Done(), fmt.Sprintf("stopped after the first break: the knee is in [%d, %d)", tc.lo, tc.hi)) {
 				t.Errorf("reason %q", s.Done())
 			}
 		})
@@ -331,4 +331,35 @@ func TestSearchStoppingAtTheFirstBreakLeavesAnEstimateInsideItsBracket(t *testin
 			t.Errorf("reason %q", s.Done())
 		}
 	})
+}
+
+func TestSearchStoppingAfterTheFirstBreakProbesInsideItsBracket(t *testing.T) {
+	// The margin crosses 1 at 26.5 (linear). The doubling breaks at 32;
+	// one probe inside [16, 32) lands near the crossing and moves one end.
+	s, err := NewSearch(256, 0.1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.StopAtBreak, s.BreakProbes = true, 1
+	steps := runScreened(t, s, func(c int) float64 { return 0.4 + 0.6*float64(c)/26.5 }, 0.5, nil)
+	var levels []int
+	for _, st := range steps {
+		if st.Confirm {
+			t.Errorf("a confirmation was asked for (steps %v)", steps)
+		}
+		levels = append(levels, st.Concurrency)
+	}
+	if len(levels) != 7 || !slices.Equal(levels[:6], []int{1, 2, 4, 8, 16, 32}) || levels[6] <= 16 || levels[6] >= 32 {
+		t.Fatalf("levels %v, want the doubling to 32 and one probe inside [16, 32)", levels)
+	}
+	lo, hi := s.Bracket()
+	if p := levels[6]; !(lo == p && hi == 32 || lo == 16 && hi == p) {
+		t.Errorf("bracket [%d, %d) after probing %d", lo, hi, levels[6])
+	}
+	if est := s.Estimate(); !(est >= 25 && est <= 28) {
+		t.Errorf("estimate %.2f, want it near the crossing 26.5", est)
+	}
+	if !strings.HasPrefix(s.Done(), "stopped after the first break") {
+		t.Errorf("reason %q", s.Done())
+	}
 }

@@ -21,20 +21,17 @@ var ErrPoissonUnreachable = errors.New("under Poisson arrivals the SLO is not ke
 // RunTrial against the target, tests give a fake.
 type trialFunc func(ctx context.Context, index int, rate float64) (Trial, error)
 
-// runPoisson follows a closed-loop search that stopped at its first break
-// (measure.Search.StopAtBreak): it bisects a steady Poisson rate between
-// OpenLoop.Low and 1 × the broken level's request rate, one trial after
-// another, and moves the profile's knee to the best kept rate. When no
-// level broke it starts from the highest level's rate. The points and
-// levels stay the closed-loop curve.
+// runPoisson follows a closed-loop search that stopped soon after its
+// first break (measure.Search.StopAtBreak, DefaultBreakProbes): it bisects
+// a steady Poisson rate between OpenLoop.Low and 1 × the lowest broken
+// level's request rate, one trial after another, and moves the profile's
+// knee to the best kept rate. When no level broke it starts from the
+// highest level's rate. The points and levels stay the closed-loop curve.
 //
-// The closed loop is not refined: its levels near the knee were the
-// slowest of a sweep to judge (minutes each for long requests), and the
-// Poisson search needs only a rate above its knee to start from. Over the
-// suite's deployments whose knee serves ≥ 1 request/s, four seeds each,
-// this took the sweeps done within 20 minutes from 39 to 55 of 60 with the
-// poisson knee within ±10% of the truth in 47 (48 after the refined
-// search); see TestSweepCoarseBeforePoisson.
+// The closed loop is not refined to its precision: its levels near the
+// knee were the slowest of a sweep to judge (minutes each for long
+// requests), and the Poisson search needs only a rate above its knee to
+// start from (see DefaultBreakProbes for what that saves and costs).
 func (cfg *Config) runPoisson(ctx context.Context, out *Outcome, search *measure.Search) error {
 	closed := out.Profile.Knee
 	lo, hi := search.Bracket()
@@ -229,5 +226,5 @@ func (o *Outcome) startName() string {
 	if o.ClosedLoopKnee != nil && float64(o.StartConcurrency) == o.ClosedLoopKnee.Concurrency {
 		return "the highest closed-loop level's rate"
 	}
-	return "the first broken level's rate"
+	return "the lowest broken level's rate"
 }

@@ -54,15 +54,18 @@ func TestPoissonSweepFindsAKneeBelowTheClosedLoopOne(t *testing.T) {
 	k, closed := prof.Knee, out.ClosedLoopKnee
 	t.Logf("poisson knee %g in flight at %g req/s; closed loop: last kept level %g, first broken %d at %g req/s, knee about %g",
 		k.Concurrency, k.RequestsPerSecond, closed.Concurrency, out.StartConcurrency, out.StartRate, out.ClosedLoopEstimate)
-	// The closed loop stopped at its first break, a doubling of the last
-	// level kept, and the knee it records lies between them.
-	if out.StartConcurrency != 2*int(closed.Concurrency) || !(k.ClosedLoopConcurrency >= closed.Concurrency && k.ClosedLoopConcurrency < float64(out.StartConcurrency)) {
-		t.Errorf("closed loop: last kept %g, first broken %d, recorded knee %g: want a doubling and the knee in between", closed.Concurrency, out.StartConcurrency, k.ClosedLoopConcurrency)
+	// The closed loop stopped after its first break and one probe inside
+	// that bracket, and the knee it records lies between the last kept and
+	// the lowest broken level.
+	if lv := levelsOf(out); len(lv) < 3 || lv[len(lv)-2] != 2*lv[len(lv)-3] || lv[len(lv)-1] >= lv[len(lv)-2] ||
+		!(k.ClosedLoopConcurrency >= closed.Concurrency && k.ClosedLoopConcurrency < float64(out.StartConcurrency)) {
+		t.Errorf("closed loop: levels %v, last kept %g, lowest broken %d, recorded knee %g: want the doubling, one probe under its break, and the knee in between",
+			lv, closed.Concurrency, out.StartConcurrency, k.ClosedLoopConcurrency)
 	}
 	if k.Arrivals != knee.ArrivalsPoisson || k.ClosedLoopConcurrency != out.ClosedLoopEstimate {
 		t.Errorf("knee %+v: want arrivals poisson and the closed-loop estimate %g for reference", k, out.ClosedLoopEstimate)
 	}
-	// The trials are fractions of the first broken level's rate, never above
+	// The trials are fractions of the lowest broken level's rate, never above
 	// it. Whether they fall below the closed-loop knee's depends on that
 	// measurement: on a busy machine the wall-clock closed loop reads
 	// latency high (every late step adds some), and one Poisson trial can
@@ -128,7 +131,7 @@ func TestPoissonSweepFindsAKneeBelowTheClosedLoopOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !tr.Capped || tr.Kept || tr.CappedAfter > 5*time.Second || !strings.Contains(tr.Breach, "8 requests outstanding (the cap)") {
-		t.Errorf("trial at 2× the first broken level's rate with a cap of 8: capped %v after %s, kept %v, breach %q", tr.Capped, tr.CappedAfter, tr.Kept, tr.Breach)
+		t.Errorf("trial at 2× the lowest broken level's rate with a cap of 8: capped %v after %s, kept %v, breach %q", tr.Capped, tr.CappedAfter, tr.Kept, tr.Breach)
 	}
 	t.Logf("whole test %s", time.Since(start).Round(100*time.Millisecond))
 }

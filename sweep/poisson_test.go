@@ -95,7 +95,7 @@ func TestAPoissonSearchBreakingAtTheLowRateSaysSo(t *testing.T) {
 	if !errors.Is(err, ErrPoissonUnreachable) || best != -1 {
 		t.Fatalf("best %d, error %v; want ErrPoissonUnreachable", best, err)
 	}
-	for _, want := range []string{"2 requests/s (0.2× the first broken level's rate, 10)", "p99 TTFT 2s > 1s"} {
+	for _, want := range []string{"2 requests/s (0.2× the lowest broken level's rate, 10)", "p99 TTFT 2s > 1s"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}

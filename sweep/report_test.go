@@ -69,7 +69,7 @@ func TestReportMatchesTheGoldenFile(t *testing.T) {
 func fixedPoissonOutcome() *Outcome {
 	out := fixedOutcome()
 	out.Levels[2], out.Levels[3] = out.Levels[3], out.Levels[2]
-	out.Reason = "stopped at the first break: the knee is in [8, 16), about 11.7"
+	out.Reason = "stopped after the first break: the knee is in [8, 16), about 11.7"
 	closed := out.Profile.Knee
 	const start = 9.44 // 16's request rate, 1700 ÷ 180 rounded
 	out.ClosedLoopKnee, out.StartConcurrency, out.StartRate, out.ClosedLoopEstimate = &closed, 16, start, 11
@@ -85,7 +85,7 @@ func fixedPoissonOutcome() *Outcome {
 		trial(1, 9.5, false, "p99 TTFT 1.2s > 450ms at 3m5s into the steady part (judged at 90% of the SLO's thresholds)", 121),
 		trial(0.6, 4.25, true, "", 121),
 	}
-	out.OpenLoopReason = "after 1 halvings the SLO held at 0.6× and broke at 1× the first broken level's rate"
+	out.OpenLoopReason = "after 1 halvings the SLO held at 0.6× and broke at 1× the lowest broken level's rate"
 	out.Profile.Knee = knee.Knee{Concurrency: 4.25, OutputTokensPerSecond: 1019.5, GoodputTokensPerSecond: 962.9, KVCacheUsage: 0.3,
 		LimitingResource: knee.ResourceCompute, Arrivals: knee.ArrivalsPoisson, RequestsPerSecond: 5.664, ClosedLoopConcurrency: 11}
 	return out

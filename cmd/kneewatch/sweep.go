@@ -86,8 +86,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kneewatch sweep --target URL --model NAME --slo-ttft D --slo-tpot D --out profile.yaml [flags]")
 		fmt.Fprintln(stderr, "\nDrives the endpoint closed-loop at concurrency 1, 2, 4, … until the SLO breaks or errors pass")
-		fmt.Fprintln(stderr, "1%. With --arrivals poisson (the default) it stops there and bisects a steady Poisson request")
-		fmt.Fprintln(stderr, "rate between 0.2× and 1× the broken level's rate (about 5 trials, each sized by")
+		fmt.Fprintln(stderr, "1%. With --arrivals poisson (the default) it stops after one more level below that one and")
+		fmt.Fprintln(stderr, "bisects a steady Poisson rate between 0.2× and 1× the lowest broken level's (about 5 trials, each sized by")
 		fmt.Fprintln(stderr, "--open-loop-requests), and reports the largest rate that kept the SLO: the knee to give")
 		fmt.Fprintln(stderr, "kneewatch for open traffic. With --arrivals closed-loop it refines between the last good and")
 		fmt.Fprintln(stderr, "the first bad level to --precision instead. Writes the knee profile `kneewatch serve` reads,")

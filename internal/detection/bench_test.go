@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/sweep"
 )
 
 // TestBench runs the seven scenarios (without the what-if variants) and
@@ -237,16 +238,23 @@ func TestBenchSuiteSubset(t *testing.T) {
 			if wm.Profile.MixModel != nil || wm.Profile.SpeedModel != nil || k != res.Profile.Knee {
 				t.Errorf("%s: the without-models profile keeps a model or moves the knee", res.Scenario.Name)
 			}
-			pts := wm.Profile.Points
-			for i, pt := range pts {
-				if pt.Concurrency != float64(int(1)<<i) || (i < len(pts)-1 && !pt.MeetsSLO) {
-					t.Errorf("%s: the without-models profile's curve %v is not the doubling up to its first break", res.Scenario.Name, wm.Profile.Sweep.Levels)
-					break
+			// The doubling up to its first break, and at most
+			// sweep.DefaultBreakProbes points inside its last octave.
+			var doubling, probes []float64
+			for _, pt := range wm.Profile.Points {
+				if c := pt.Concurrency; c == float64(int(1)<<len(doubling)) {
+					doubling = append(doubling, c)
+				} else {
+					probes = append(probes, c)
 				}
 			}
-			if n := len(pts); n < 2 || !(wm.Profile.Knee.ClosedLoopConcurrency >= pts[n-2].Concurrency && wm.Profile.Knee.ClosedLoopConcurrency < pts[n-1].Concurrency) {
-				t.Errorf("%s: the without-models profile's closed-loop knee %v lies outside its doubling's last bracket (levels %v)", res.Scenario.Name,
-					wm.Profile.Knee.ClosedLoopConcurrency, wm.Profile.Sweep.Levels)
+			n := len(doubling)
+			if n < 2 || len(probes) > sweep.DefaultBreakProbes || len(doubling)+len(probes) != len(wm.Profile.Points) ||
+				len(probes) == 1 && !(probes[0] > doubling[n-2] && probes[0] < doubling[n-1]) {
+				t.Errorf("%s: the without-models profile's curve %v is not the doubling up to its first break and a probe inside it", res.Scenario.Name, wm.Profile.Sweep.Levels)
+			} else if c := wm.Profile.Knee.ClosedLoopConcurrency; !(c >= doubling[n-2] && c < doubling[n-1]) {
+				t.Errorf("%s: the without-models profile's closed-loop knee %v lies outside its doubling's last octave (levels %v)", res.Scenario.Name,
+					c, wm.Profile.Sweep.Levels)
 			}
 			if res.Profile.MixModel == nil || res.Profile.SpeedModel == nil {
 				t.Errorf("%s: the run's own profile has no mix or speed model to take away", res.Scenario.Name)

@@ -86,8 +86,9 @@ func emulateSweep(ctx context.Context, p sim.Preset, gen *workload.Generator, sl
 
 // emulateDoubling is the closed loop of a sweep with Poisson arrivals
 // (sweep.Run with measure.Search.StopAtBreak): the doubling, every level
-// screened, stopped at its first break with no refinement and no
-// confirmation. Its startRate is where the open-loop search starts.
+// screened, stopped after its first break and sweep.DefaultBreakProbes
+// refinement levels, with no confirmation. Its startRate is where the
+// open-loop search starts.
 func emulateDoubling(ctx context.Context, p sim.Preset, gen *workload.Generator, slo knee.SLO) (emulated, error) {
 	return emulateSweepAt(ctx, p, gen, slo, measure.DefaultEarly, sweep.DefaultPrecision, true)
 }
@@ -100,6 +101,7 @@ func emulateSweepAt(ctx context.Context, p sim.Preset, gen *workload.Generator, 
 		return emulated{}, err
 	}
 	search.StopAtBreak = stopAtBreak
+	search.BreakProbes = sweep.DefaultBreakProbes
 	// No saturation stop: a flat throughput with the SLO still met is not the
 	// knee (on the suite it put it up to 35% low); the levels past it are
 	// cheap to break with early stopping.
@@ -298,37 +300,40 @@ func poissonTruthRates(t *testing.T, ctx context.Context, p sim.Preset, workload
 //     search from the rate of the bracket's upper end, the first level
 //     past the knee (a coarse knee can lie far under the poisson one, and
 //     the open-loop search never tries above its start);
-//   - doubling (shipped): the closed loop's doubling alone, every level
-//     screened, stopped at its first break with no refinement and no
-//     confirmation, then the open-loop search from the break level's rate
-//     (from the last level's when none broke).
+//   - doubling (shipped): the closed loop's doubling, every level
+//     screened, stopped after its first break and sweep.DefaultBreakProbes
+//     refinement levels, with no confirmation, then the open-loop search
+//     from the lowest broken level's rate (from the last level's when none
+//     broke).
 //
 // Each road's open-loop search runs with seeds 1 to poissonSeeds, as that
 // many operators' sweeps; the table counts, per half of make bench-sweep
 // (sweepTimeHalf), the sweeps within ±10% of the truth's median and those
 // done within 20 minutes (closed loop and trials). Run by hand
-// (KNEEWATCH_SWEEP_COARSE=0.5; about 4 minutes on 2 cores).
+// (KNEEWATCH_SWEEP_COARSE=0.5; about 2 minutes on 2 cores).
 //
-// On 2026-12-06 (15 deployments, 6 in half A and 9 in B, × 4 seeds;
-// nothing was chosen on either half), sweeps within ±10% of the truth and
-// done within 20 minutes:
+// On 2026-12-06 (15 deployments, 6 in half A and 9 in B, × 4 seeds),
+// sweeps within ±10% of the truth and done within 20 minutes:
 //
-//	road                | half A (24) | half B (36) | both (60)
-//	refined             | 20, 16      | 28, 23      | 48, 39
-//	coarse 0.5          | 19, 17      | 29, 32      | 48, 49
-//	doubling (shipped)  | 22, 21      | 25, 33      | 47, 54
+//	road                           | half A (24) | half B (36) | both (60)
+//	refined                        | 20, 16      | 28, 23      | 48, 39
+//	coarse 0.5                     | 19, 17      | 29, 32      | 48, 49
+//	doubling, no probe             | 22, 21      | 25, 33      | 47, 54
+//	doubling, one probe (shipped)  | 18, 16      | 32, 31      | 50, 47
 //
-// (A by-hand doubling loop, before the sweep drove measure.Search's
-// StopAtBreak, counted 34 on half B.) With seed 1 the doubling road
-// finished 13 of the 15 within 20 minutes (refined: 10): it missed with
-// 8B/L4 chat (tight, 20m38s) and 70B/H200 code (tight, 21m40s). Where a
-// trial at the break level's own rate kept the SLO (70B/H200 code and
-// chat, loose; 8B/L4 chat, loose), the search ended after it, 2-3% off the
-// truth: a closed loop at the break level holds that many requests in
-// flight whatever the rate, a Poisson stream at its rate far fewer, so
-// that rate is no proof of a break under Poisson arrivals. Skipping the
-// trial there, as if it were, took the road from 55 to 51 of 60 within 20
-// minutes (a by-hand variant of this test).
+// The number of probes was chosen on the detection bench's tune half, by
+// what the curve they leave costs kneewatch's headroom (see
+// sweep.DefaultBreakProbes), not on these halves. With seed 1 the shipped
+// road finished 12 of the 15 within 20 minutes (refined: 10, no probe:
+// 13): it missed with 8B/L4 chat (tight, 21m12s), 70B/H200 code (tight,
+// 21m13s; loose, 23m56s). Where a trial at the break level's own rate kept
+// the SLO (with no probe: 70B/H200 code and chat, loose; 8B/L4 chat,
+// loose), the search ended after it, 2-3% off the truth: a closed loop at
+// the break level holds that many requests in flight whatever the rate, a
+// Poisson stream at its rate far fewer, so that rate is no proof of a
+// break under Poisson arrivals. Skipping the trial there, as if it were,
+// took the no-probe road from 55 to 51 of 60 within 20 minutes (a by-hand
+// variant of this test).
 func TestSweepCoarseBeforePoisson(t *testing.T) {
 	v := os.Getenv("KNEEWATCH_SWEEP_COARSE")
 	if v == "" {

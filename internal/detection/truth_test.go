@@ -162,10 +162,14 @@ func TestTruthQuantileReachesBackAsFarAsItTakes(t *testing.T) {
 // TestTheDefaultSweepsProfileIsTheDoublingUpToItsFirstBreak: the
 // without-models what-if gives kneewatch a poisson profile as a default
 // sweep writes it. valid.yaml's curve is the doubling 1–128 (128 broke)
-// with 96 and 112 from the refinement; the default sweep never measures
-// those, and records as its closed-loop knee the crossing interpolated in
+// with 96 and 112 from the refinement. The default sweep stops after the
+// break and one probe: in [64, 128) the crossing interpolated in
 // log(margin) between 64 (p99 TTFT 170 ms of 500: margin 0.34) and 128
-// (810 ms: 1.62): 64 + 64 × ln(1/0.34) ÷ ln(1.62/0.34) = 108.2, so 108.
+// (810 ms: 1.62) is 108.2, so it probes 108; the profile has no 108, and
+// its nearest point inside the bracket, 112 (margin 0.94, kept), stands in.
+// The closed-loop knee is then interpolated between 112 and 128:
+// 112 + 16 × ln(1/0.94) ÷ ln(1.62/0.94) = 113.8, so 113. 96 is never
+// measured.
 func TestTheDefaultSweepsProfileIsTheDoublingUpToItsFirstBreak(t *testing.T) {
 	closed, err := knee.Load("../../knee/testdata/valid.yaml")
 	if err != nil {
@@ -179,14 +183,14 @@ func TestTheDefaultSweepsProfileIsTheDoublingUpToItsFirstBreak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]int{1, 2, 4, 8, 16, 32, 64, 128}, got.Sweep.Levels); diff != "" {
+	if diff := cmp.Diff([]int{1, 2, 4, 8, 16, 32, 64, 112, 128}, got.Sweep.Levels); diff != "" {
 		t.Errorf("levels (-want +got):\n%s", diff)
 	}
-	if len(got.Points) != 8 || got.Points[7].Concurrency != 128 || got.Points[7].MeetsSLO {
-		t.Errorf("points %v, want the doubling's 8 ending on 128's break", got.Sweep.Levels)
+	if len(got.Points) != 9 || got.Points[7].Concurrency != 112 || got.Points[8].Concurrency != 128 || got.Points[8].MeetsSLO {
+		t.Errorf("points %v, want the doubling's 8 and 112, ending on 128's break", got.Sweep.Levels)
 	}
 	want := poisson.Knee
-	want.ClosedLoopConcurrency = 108
+	want.ClosedLoopConcurrency = 113
 	if diff := cmp.Diff(want, got.Knee); diff != "" {
 		t.Errorf("knee (-want +got):\n%s", diff)
 	}

@@ -176,17 +176,25 @@ func TestTunePageVariants(t *testing.T) {
 		}
 		avgSeeds = append(avgSeeds, s)
 	}
+	// KNEEWATCH_TUNE_WITHOUT_MODELS=1 also runs the without-models what-if
+	// (Options.WithoutModelsWhatIf: the profile a default sweep writes) and
+	// prints its page and headroom error. sweep.DefaultBreakProbes was
+	// chosen with it, on the ramp-slow, plateau-safe, square-safe and
+	// throttle-step families (about 5 min).
 	// KNEEWATCH_TUNE_TRUTH_SEEDS=N: the truth's grid the median of N searches.
 	truthSeeds, _ := strconv.Atoi(os.Getenv("KNEEWATCH_TUNE_TRUTH_SEEDS"))
 	rep, err := Run(context.Background(), Options{Scenarios: scs, PageVariants: tuneVariants(), ResweepSeed: resweepSeed, ResweepAverageSeeds: avgSeeds,
-		TruthGridSeeds: truthSeeds,
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		TruthGridSeeds: truthSeeds, WithoutModelsWhatIf: os.Getenv("KNEEWATCH_TUNE_WITHOUT_MODELS") != "",
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys := []string{DetectorKneewatchPage, DetectorOracle, DetectorRawBurn}
 	if resweepSeed != 0 {
 		keys = append(keys, DetectorResweepPage)
+	}
+	if os.Getenv("KNEEWATCH_TUNE_WITHOUT_MODELS") != "" {
+		keys = append(keys, DetectorWithoutModelsPage)
 	}
 	for _, v := range tuneVariants() {
 		keys = append(keys, variantDetector(v).Key, oracleVariantDetector(v).Key)
@@ -203,6 +211,9 @@ func TestTunePageVariants(t *testing.T) {
 			d := directionOf(rs)
 			fmt.Printf("headroom error %-14s mean %.3f p95 %.3f max %.3f; over %.1f: %d of %d, %s read low, %s far; near the knee p95 %.3f (read high: %d, p95 %.3f)",
 				f.name, e.mean, e.p95, e.max, headroomGoal, d.over, d.n, pct(share(d.overLow, d.over)), pct(share(d.overFar, d.over)), d.near.p95, d.nearHigh.n, d.nearHigh.p95)
+			if w := pooledWithoutModelsErrors(rs); w.n > 0 {
+				fmt.Printf("; without models: mean %.3f p95 %.3f max %.3f", w.mean, w.p95, w.max)
+			}
 			if resweepSeed != 0 {
 				r := pooledResweepErrors(rs)
 				fmt.Printf("; given an independent sweep: mean %.3f p95 %.3f max %.3f", r.mean, r.p95, r.max)

@@ -1,6 +1,7 @@
 package detection
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
 	"github.com/kneewatch/kneewatch/measure"
+	"github.com/kneewatch/kneewatch/sweep"
 )
 
 // WhatIfResult is a what-if of one scenario: a second kneewatch, given
@@ -153,10 +155,13 @@ func newProfileWhatIf(p knee.Profile, o Options, engine *promql.Engine) (*profil
 }
 
 // asDoublingSweep is a poisson profile as a sweep with Poisson arrivals
-// measures its curve: the closed loop's doubling, stopped at its first
-// break, with the closed-loop knee it records interpolated in that bracket
+// measures its curve: the closed loop's doubling, stopped after its first
+// break and sweep.DefaultBreakProbes refinement levels, with the
+// closed-loop knee it records interpolated in the bracket left
 // (measure.Search.StopAtBreak and Estimate, replayed on the profile's own
-// points). The poisson knee itself stays.
+// points). A refinement level the profile did not measure is stood in for
+// by its point nearest to it inside the bracket (none: the replay stops).
+// The poisson knee itself stays.
 func asDoublingSweep(p knee.Profile) (knee.Profile, error) {
 	if p.SLO.Quantile != 0.99 || len(p.Points) == 0 {
 		return knee.Profile{}, fmt.Errorf("profile %s: the doubling replay reads p99 margins on its points; its SLO quantile is %g, with %d points", p.Metadata.Name, p.SLO.Quantile, len(p.Points))
@@ -166,6 +171,7 @@ func asDoublingSweep(p knee.Profile) (knee.Profile, error) {
 		return knee.Profile{}, err
 	}
 	search.StopAtBreak = true
+	search.BreakProbes = sweep.DefaultBreakProbes
 	var points []knee.Point
 	for {
 		step, ok := search.Next()
@@ -173,6 +179,22 @@ func asDoublingSweep(p knee.Profile) (knee.Profile, error) {
 			break
 		}
 		pt, ok := knee.PointAt(p.Points, float64(step.Concurrency))
+		if !ok && len(points) > 0 && step.Concurrency < int(points[len(points)-1].Concurrency) {
+			// a refinement probe: the profile's nearest point strictly
+			// inside the bracket stands in
+			lo, hi := search.Bracket()
+			best := -1.0
+			for _, q := range p.Points {
+				if q.Concurrency > float64(lo) && q.Concurrency < float64(hi) &&
+					(best < 0 || math.Abs(q.Concurrency-float64(step.Concurrency)) < math.Abs(best-float64(step.Concurrency))) {
+					best, pt = q.Concurrency, q
+				}
+			}
+			if best < 0 {
+				break
+			}
+			ok = true
+		}
 		if !ok {
 			if step.Concurrency > int(p.Points[len(p.Points)-1].Concurrency) {
 				break // the profile's own search stopped below: the cap
@@ -181,9 +203,10 @@ func asDoublingSweep(p knee.Profile) (knee.Profile, error) {
 		}
 		points = append(points, pt)
 		margin := max(pt.TTFT.P99/p.SLO.TTFT.Seconds(), pt.TPOT.P99/p.SLO.TPOT.Seconds())
-		search.Record(step.Concurrency, measure.Outcome{Good: pt.MeetsSLO, Margin: margin, TokensPerSecond: pt.OutputTokensPerSecond})
+		search.Record(int(pt.Concurrency), measure.Outcome{Good: pt.MeetsSLO, Margin: margin, TokensPerSecond: pt.OutputTokensPerSecond})
 	}
 	q := p
+	slices.SortFunc(points, func(a, b knee.Point) int { return cmp.Compare(a.Concurrency, b.Concurrency) })
 	q.Points = points
 	q.Sweep.Levels = nil
 	for _, pt := range points {
