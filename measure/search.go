@@ -18,7 +18,9 @@ type Step struct {
 	// only levels of the doubling phase may, because a later level meeting
 	// the SLO in full confirms them by monotonicity (latency does not fall
 	// as concurrency rises). A level the knee would rest on is never
-	// screened: it is measured again in full first.
+	// screened: it is measured again in full first. A search that stops
+	// after its first break (StopAtBreak) confirms nothing, and may screen
+	// its probes too.
 	MayScreen bool
 	// Confirm is set when the level was screened before and is now
 	// measured in full because the knee rests on it.
@@ -199,10 +201,6 @@ func (s *Search) Record(c int, o Outcome) {
 		s.next = Step{Concurrency: min(2*c, s.MaxConcurrency)}
 		s.checkBudget()
 		return
-	case doubling && !o.Good && s.StopAtBreak && s.lo > 0:
-		s.probesLeft = s.BreakProbes
-		s.probeOrStop()
-		return
 	case !doubling && s.StopAtBreak:
 		s.probeOrStop()
 		return
@@ -243,6 +241,11 @@ func (s *Search) probeOrStop() {
 func (s *Search) afterBreak() {
 	if s.lo == 0 {
 		s.finish(fmt.Sprintf("concurrency %d already breaks the SLO", s.hi), false)
+		return
+	}
+	if s.StopAtBreak {
+		s.probesLeft = s.BreakProbes
+		s.probeOrStop()
 		return
 	}
 	s.refine()
