@@ -155,7 +155,12 @@ type Knee struct {
 	RequestsPerSecond float64 `yaml:"requestsPerSecond,omitempty" json:"requestsPerSecond,omitempty"`
 	// ClosedLoopConcurrency is, for a poisson knee, the closed-loop knee of
 	// the same sweep (whose levels are the profile's points), for reference:
-	// the gap between the two is what Poisson bunching costs.
+	// the gap between the two is what Poisson bunching costs. `kneewatch
+	// sweep` stops its closed loop soon after the first break and records
+	// where the SLO margin crosses 1 between the last kept and the lowest
+	// broken level, interpolated, so it need not be one of the points; the
+	// simulator's `sim knee` refines it to a point. A slower GPU's knee is
+	// read off the curve relative to it (see speedKnee).
 	ClosedLoopConcurrency float64 `yaml:"closedLoopConcurrency,omitempty" json:"closedLoopConcurrency,omitempty"`
 }
 
