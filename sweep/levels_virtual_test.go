@@ -43,24 +43,16 @@ func TestTheSearchStaysWithinItsLevelBoundInVirtualTime(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var seq []int
-				for {
-					step, ok := search.Next()
-					if !ok {
-						break
-					}
+				seq, _, err := sim.DriveSearch(context.Background(), search, func(step measure.Step) sim.LevelConfig {
 					c := step.Concurrency
-					lv, err := sim.RunLevel(context.Background(), sim.LevelConfig{
-						Engine: sim.Config{Preset: p, Speed: kc.speed}, Workload: gen.WithSeed(levelSeed(seed, c)), Concurrency: c, SLO: slo,
+					return sim.LevelConfig{
+						Engine: sim.Config{Preset: p, Speed: kc.speed}, Workload: gen.WithSeed(levelSeed(seed, c)), SLO: slo,
 						WarmupRequests: DefaultWarmup(c), WindowRequests: WindowRequests(c, DefaultMinRequests(slo.Quantile)),
 						Early: measure.DefaultEarly, MayScreen: step.MayScreen,
-					})
-					if err != nil {
-						t.Fatalf("seed %d, concurrency %d: %v", seed, c, err)
 					}
-					seq = append(seq, c)
-					search.Record(c, measure.Outcome{Good: lv.Point.MeetsSLO, Margin: lv.Margin,
-						TokensPerSecond: lv.Point.OutputTokensPerSecond, Screened: lv.Stopped == measure.Screened})
+				})
+				if err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
 				}
 				levels[len(seq)]++
 				found, _ := search.Bracket()

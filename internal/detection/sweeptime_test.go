@@ -108,20 +108,19 @@ func emulateSweepAt(ctx context.Context, p sim.Preset, gen *workload.Generator, 
 	var e emulated
 	var points []knee.Point
 	minReq := sweep.DefaultMinRequests(slo.Quantile)
-	for {
-		step, ok := search.Next()
-		if !ok {
-			break
-		}
+	concs, levels, err := sim.DriveSearch(ctx, search, func(step measure.Step) sim.LevelConfig {
 		c := step.Concurrency
-		lv, err := sim.RunLevel(ctx, sim.LevelConfig{
-			Engine: sim.Config{Preset: p}, Workload: gen.WithSeed(uint64(c)*7919 + 1), Concurrency: c, SLO: slo,
+		return sim.LevelConfig{
+			Engine: sim.Config{Preset: p}, Workload: gen.WithSeed(uint64(c)*7919 + 1), SLO: slo,
 			WarmupRequests: sweep.DefaultWarmup(c), WindowRequests: sweep.WindowRequests(c, minReq),
 			Early: early, MayScreen: step.MayScreen,
-		})
-		if err != nil {
-			return e, fmt.Errorf("concurrency %d: %w", c, err)
 		}
+	})
+	if err != nil {
+		return e, err
+	}
+	for i, lv := range levels {
+		c := concs[i]
 		e.levels++
 		e.elapsed += lv.Elapsed
 		if c == 1 && len(lv.Window) > 0 {
@@ -136,8 +135,6 @@ func emulateSweepAt(ctx context.Context, p sim.Preset, gen *workload.Generator, 
 		// A confirmation replaces the screened point.
 		points = slices.DeleteFunc(points, func(pt knee.Point) bool { return pt.Concurrency == float64(c) })
 		points = append(points, lv.Point)
-		search.Record(c, measure.Outcome{Good: lv.Point.MeetsSLO, Margin: lv.Margin, TokensPerSecond: lv.Point.OutputTokensPerSecond,
-			Screened: lv.Stopped == measure.Screened})
 	}
 	e.reason = search.Done()
 	lo, hi := search.Bracket()

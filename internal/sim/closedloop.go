@@ -261,3 +261,34 @@ func validateSLO(slo knee.SLO) error {
 	}
 	return nil
 }
+
+// Outcome is what the level tells a measure.Search.
+func (lv Level) Outcome() measure.Outcome {
+	return measure.Outcome{Good: lv.Point.MeetsSLO, Margin: lv.Margin, TokensPerSecond: lv.Point.OutputTokensPerSecond,
+		Screened: lv.Stopped == measure.Screened}
+}
+
+// DriveSearch measures each level search asks for in virtual time, with
+// the settings levelAt gives for that step, and records its outcome, until
+// the search ends. It returns the concurrencies and levels in run order (a
+// confirmed level appears twice). FindKnee drives its search this way, and
+// the benches that emulate `kneewatch sweep` in virtual time drive the
+// sweep's search settings the same way.
+func DriveSearch(ctx context.Context, search *measure.Search, levelAt func(step measure.Step) LevelConfig) ([]int, []Level, error) {
+	var concs []int
+	var levels []Level
+	for {
+		step, ok := search.Next()
+		if !ok {
+			return concs, levels, nil
+		}
+		cfg := levelAt(step)
+		cfg.Concurrency = step.Concurrency
+		lv, err := RunLevel(ctx, cfg)
+		if err != nil {
+			return concs, levels, fmt.Errorf("concurrency %d: %w", step.Concurrency, err)
+		}
+		concs, levels = append(concs, step.Concurrency), append(levels, lv)
+		search.Record(step.Concurrency, lv.Outcome())
+	}
+}

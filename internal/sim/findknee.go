@@ -119,28 +119,21 @@ func FindKnee(ctx context.Context, cfg KneeConfig) (knee.Profile, error) {
 		return knee.Profile{}, err
 	}
 	search.PastBreak = 1
-	points := map[int]knee.Point{}
-	var levels []int
-	for {
-		step, ok := search.Next()
-		if !ok {
-			break
-		}
-		c := step.Concurrency
-		lv, err := RunLevel(ctx, LevelConfig{
+	levels, measured, err := DriveSearch(ctx, search, func(step measure.Step) LevelConfig {
+		return LevelConfig{
 			Engine:         cfg.Engine,
-			Workload:       cfg.Workload.WithSeed(levelSeed(cfg.Seed, c)),
-			Concurrency:    c,
+			Workload:       cfg.Workload.WithSeed(levelSeed(cfg.Seed, step.Concurrency)),
 			SLO:            cfg.SLO,
 			WarmupRequests: cfg.WarmupRequests,
 			WindowRequests: cfg.WindowRequests,
-		})
-		if err != nil {
-			return knee.Profile{}, fmt.Errorf("concurrency %d: %w", c, err)
 		}
-		points[c] = lv.Point
-		levels = append(levels, c)
-		search.Record(c, measure.Outcome{Good: lv.Point.MeetsSLO, Margin: lv.Margin, TokensPerSecond: lv.Point.OutputTokensPerSecond})
+	})
+	if err != nil {
+		return knee.Profile{}, err
+	}
+	points := map[int]knee.Point{}
+	for i, lv := range measured {
+		points[levels[i]] = lv.Point
 	}
 	lo, hi := search.Bracket()
 
