@@ -99,7 +99,7 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 // 43-65% more trial time.
 //
 // Run again on 2026-12-06 from the new start (the closed loop stopped after
-// its first break and one probe; 190 s), sweeps within ±10% of the truth
+// its first break and one probe; 194 s), sweeps within ±10% of the truth
 // and sweeps of fast deployments over 20 minutes, half A then half B (56
 // sweeps each; 24 and 36 of fast deployments): share 90% (shipped) 30, 8
 // and 38, 5; share 80% 31, 7 and 40, 2, but reading a median −6.8% low on
