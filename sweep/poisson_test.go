@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 )
 
 // closedOutcome is an outcome whose closed-loop search found a knee at 8
@@ -95,7 +96,7 @@ func TestAPoissonSearchBreakingAtTheLowRateSaysSo(t *testing.T) {
 	if !errors.Is(err, ErrPoissonUnreachable) || best != -1 {
 		t.Fatalf("best %d, error %v; want ErrPoissonUnreachable", best, err)
 	}
-	for _, want := range []string{"2 requests/s (0.2× the lowest broken level's rate, 10)", "p99 TTFT 2s > 1s"} {
+	for _, want := range []string{"2 requests/s (0.2× the start rate, 10)", "p99 TTFT 2s > 1s"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -244,5 +245,56 @@ func TestTrialRatesRoundDown(t *testing.T) {
 		if got := roundSignificantDown(tc.x, 4); got != tc.want {
 			t.Errorf("roundSignificantDown(%g, 4) = %g, want %g", tc.x, got, tc.want)
 		}
+	}
+}
+
+// TestTheTrialsStartFromTheBrokenLevelUnlessItsThroughputCollapsed: past
+// a KV-bound knee the closed loop's throughput collapses (the simulator's
+// 70B/H200 long-context replica: 0.281 requests/s kept at 26, 0.059 broken
+// at 32), so the broken level's rate is no bound on the poisson knee's;
+// elsewhere the broken level's rate is the start, a little under the kept
+// one's or over it.
+func TestTheTrialsStartFromTheBrokenLevelUnlessItsThroughputCollapsed(t *testing.T) {
+	// A search that keeps the SLO up to goodUpTo: the doubling breaks at
+	// 32, and its probe inside [16, 32) is 24.
+	search := func(goodUpTo int) *measure.Search {
+		s, err := measure.NewSearch(256, 0.1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.StopAtBreak, s.BreakProbes = true, 1
+		for {
+			step, ok := s.Next()
+			if !ok {
+				return s
+			}
+			good, m := step.Concurrency <= goodUpTo, 0.5
+			if !good {
+				m = 2
+			}
+			s.Record(step.Concurrency, measure.Outcome{Good: good, Margin: m, TokensPerSecond: float64(step.Concurrency)})
+		}
+	}
+	cliff := []knee.Point{{Concurrency: 1, RequestsPerSecond: 0.041}, {Concurrency: 16, RequestsPerSecond: 0.247},
+		{Concurrency: 24, RequestsPerSecond: 0.281}, {Concurrency: 32, RequestsPerSecond: 0.059}}
+	s := search(24)
+	if lo, hi := s.Bracket(); lo != 24 || hi != 32 {
+		t.Fatalf("bracket [%d, %d), want [24, 32)", lo, hi)
+	}
+	if got, ok := startLevel(cliff, s); !ok || got.Concurrency != 24 {
+		t.Errorf("start %+v, want the kept level at 24", got)
+	}
+	grows := []knee.Point{{Concurrency: 16, RequestsPerSecond: 2.5}, {Concurrency: 24, RequestsPerSecond: 3.1}, {Concurrency: 32, RequestsPerSecond: 3.3}}
+	if got, ok := startLevel(grows, search(16)); !ok || got.Concurrency != 24 {
+		t.Errorf("start %+v, want the lowest broken level, 24 (not the doubling's 32)", got)
+	}
+	// 0.73 of the kept level's rate, as 8B/L4 chat (loose) measured: a
+	// broken level read low, not a collapse.
+	dips := []knee.Point{{Concurrency: 16, RequestsPerSecond: 5.683}, {Concurrency: 24, RequestsPerSecond: 4.16}, {Concurrency: 32, RequestsPerSecond: 4.1}}
+	if got, ok := startLevel(dips, search(16)); !ok || got.Concurrency != 24 {
+		t.Errorf("start %+v, want the lowest broken level, 24", got)
+	}
+	if _, ok := startLevel([]knee.Point{{Concurrency: 1}}, search(0)); ok {
+		t.Error("a curve without rates gave a start")
 	}
 }

@@ -23,10 +23,10 @@ func writeOpenLoop(b *bytes.Buffer, out *Outcome, slo knee.SLO) {
 		"at most %.0f%% of its requests failed, and it never reached the cap on outstanding requests. "+
 		"In flight is the client's mean over the steady part.\n\n", q, fmt.Sprintf("%.0f%%", 100*judgingShare(out.ThresholdShare)), 100*MaxErrorRate)
 	if ck := out.ClosedLoopKnee; ck != nil {
-		fmt.Fprintf(b, "The closed loop doubled its concurrency until a level broke the SLO, then measured at most %d more level between the last kept and the lowest broken one, and stopped: "+
-			"the trials' rates are shares of %s (concurrency %d, %.3g requests/s). "+
+		fmt.Fprintf(b, "The closed loop doubled its concurrency until a level broke the SLO, then measured at most %d more level between the last kept and the lowest broken one, and stopped. "+
+			"The trials' rates are shares of the start rate, %.3g requests/s at concurrency %d: the lowest broken level's, or the last kept level's where the broken one's had collapsed under %.0f%% of it (past a KV-bound knee a replica preempts). "+
 			"The closed-loop knee the profile records, about %s, is where the SLO margin crosses 1 between the last kept and the lowest broken level, interpolated.\n\n",
-			DefaultBreakProbes, out.startName(), out.StartConcurrency, out.StartRate, formatConcurrency(out.ClosedLoopEstimate))
+			DefaultBreakProbes, out.StartRate, out.StartConcurrency, 100*CollapsedRateShare, formatConcurrency(out.ClosedLoopEstimate))
 		fmt.Fprintf(b, "| knee | requests/s | in flight | output tok/s | goodput tok/s | KV cache | limited by |\n")
 		fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---|\n")
 		fmt.Fprintf(b, "| closed loop, last level kept | %.3g | %s | %.1f | %.1f | %.1f%% | %s |\n", closedRate(out), formatConcurrency(ck.Concurrency),

@@ -85,7 +85,7 @@ func fixedPoissonOutcome() *Outcome {
 		trial(1, 9.5, false, "p99 TTFT 1.2s > 450ms at 3m5s into the steady part (judged at 90% of the SLO's thresholds)", 121),
 		trial(0.6, 4.25, true, "", 121),
 	}
-	out.OpenLoopReason = "after 1 halvings the SLO held at 0.6× and broke at 1× the lowest broken level's rate"
+	out.OpenLoopReason = "after 1 halvings the SLO held at 0.6× and broke at 1× the start rate"
 	out.Profile.Knee = knee.Knee{Concurrency: 4.25, OutputTokensPerSecond: 1019.5, GoodputTokensPerSecond: 962.9, KVCacheUsage: 0.3,
 		LimitingResource: knee.ResourceCompute, Arrivals: knee.ArrivalsPoisson, RequestsPerSecond: 5.664, ClosedLoopConcurrency: 11}
 	return out

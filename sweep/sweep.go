@@ -138,8 +138,8 @@ type Outcome struct {
 	OpenLoopReason string
 	ClosedLoopKnee *knee.Knee
 	// StartConcurrency is the closed-loop level the trials' rates start
-	// from: the first that broke the SLO, or the highest when none did.
-	// StartRate is its request rate, requests/s; a trial's Fraction is of it.
+	// from: the one that measured the highest request rate (see runPoisson).
+	// StartRate is that rate, requests/s; a trial's Fraction is of it.
 	StartConcurrency int
 	StartRate        float64
 	// ClosedLoopEstimate is the closed-loop knee the profile records beside

@@ -42,8 +42,8 @@ type emulated struct {
 	// bracket's upper end), 0 when the search ended without one.
 	breakRate float64
 	// startRate is where the sweep's Poisson search starts after this
-	// closed loop: breakRate, or the highest level's rate when nothing
-	// broke (sweep.runPoisson).
+	// closed loop: the lowest broken level's rate, or the last kept
+	// level's where the broken one's collapsed (sweep's startLevel).
 	startRate float64
 }
 
@@ -140,8 +140,9 @@ func emulateSweepAt(ctx context.Context, p sim.Preset, gen *workload.Generator, 
 	lo, hi := search.Bracket()
 	if pt, ok := knee.PointAt(points, float64(hi)); ok && hi > 0 {
 		e.breakRate = pt.RequestsPerSecond
-		e.startRate = e.breakRate
-	} else if pt, ok := knee.PointAt(points, float64(lo)); ok {
+	}
+	e.startRate = e.breakRate
+	if pt, ok := knee.PointAt(points, float64(lo)); ok && lo > 0 && e.breakRate < sweep.CollapsedRateShare*pt.RequestsPerSecond {
 		e.startRate = pt.RequestsPerSecond
 	}
 	slices.SortFunc(points, func(a, b knee.Point) int { return int(a.Concurrency - b.Concurrency) })
@@ -300,8 +301,8 @@ func poissonTruthRates(t *testing.T, ctx context.Context, p sim.Preset, workload
 //   - doubling (shipped): the closed loop's doubling, every level
 //     screened, stopped after its first break and sweep.DefaultBreakProbes
 //     refinement levels, with no confirmation, then the open-loop search
-//     from the lowest broken level's rate (from the last level's when none
-//     broke).
+//     from the lowest broken level's rate, or the last kept level's where
+//     the broken one's collapsed (sweep's startLevel).
 //
 // Each road's open-loop search runs with seeds 1 to poissonSeeds, as that
 // many operators' sweeps; the table counts, per half of make bench-sweep
