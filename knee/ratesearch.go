@@ -90,7 +90,7 @@ type RateSearch struct {
 	Steps int
 	// Start names the rate the fractions are of, in Done's reasons: by
 	// default the closed-loop knee's; a sweep that stopped its closed loop
-	// soon after its first break starts from the rate its startLevel picks.
+	// soon after its first break starts from the rate sweep.OpenLoopStart picks.
 	Start string
 
 	trials     int

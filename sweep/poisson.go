@@ -26,8 +26,8 @@ type trialFunc func(ctx context.Context, index int, rate float64) (Trial, error)
 // a steady Poisson rate between OpenLoop.Low and 1 × the start rate, one
 // trial after another, and moves the profile's knee to the best kept rate.
 // The start is the lowest broken level's request rate, or the last kept
-// level's when the broken one's throughput collapsed (startLevel). The points and levels stay the
-// closed-loop curve.
+// level's when the broken one's throughput collapsed (OpenLoopStart). The
+// points and levels stay the closed-loop curve.
 //
 // The closed loop is not refined to its precision: its levels near the
 // knee were the slowest of a sweep to judge (minutes each for long
@@ -35,7 +35,7 @@ type trialFunc func(ctx context.Context, index int, rate float64) (Trial, error)
 // start from (see DefaultBreakProbes for what that saves and costs).
 func (cfg *Config) runPoisson(ctx context.Context, out *Outcome, search *measure.Search) error {
 	closed := out.Profile.Knee
-	sp, ok := startLevel(out.Profile.Points, search)
+	sp, ok := OpenLoopStart(out.Profile.Points, search)
 	if !ok {
 		return errors.New("no closed-loop level measured a request rate to start the open-loop search from")
 	}
@@ -70,11 +70,11 @@ func (cfg *Config) runPoisson(ctx context.Context, out *Outcome, search *measure
 	return cfg.poissonProfile(ctx, out, trial)
 }
 
-// startLevel is the closed-loop point the open-loop search's rates are
+// OpenLoopStart is the closed-loop point the open-loop search's rates are
 // shares of: the search's lowest broken level, unless its request rate
 // fell under CollapsedRateShare of the last kept level's, and then the
 // kept one (also when nothing broke); false when it measured no rate.
-func startLevel(points []knee.Point, search *measure.Search) (knee.Point, bool) {
+func OpenLoopStart(points []knee.Point, search *measure.Search) (knee.Point, bool) {
 	lo, hi := search.Bracket()
 	kept, okKept := knee.PointAt(points, float64(lo))
 	broken, okBroken := knee.PointAt(points, float64(hi))
@@ -151,7 +151,7 @@ func (cfg *Config) searchRate(ctx context.Context, out *Outcome, trial trialFunc
 	if err != nil {
 		return -1, err
 	}
-	search.Start = out.startName()
+	search.Start = startRateName
 	best := -1
 	for {
 		f, ok := search.Next()
@@ -180,7 +180,7 @@ func (cfg *Config) searchRate(ctx context.Context, out *Outcome, trial trialFunc
 	if best < 0 {
 		tr := out.Trials[len(out.Trials)-1] // the low end, tried last
 		return best, fmt.Errorf("%w: %g requests/s (%g× %s, %g): %s", ErrPoissonUnreachable,
-			tr.Rate, tr.Fraction, out.startName(), out.StartRate, tr.Breach)
+			tr.Rate, tr.Fraction, startRateName, out.StartRate, tr.Breach)
 	}
 	return best, nil
 }
@@ -250,8 +250,6 @@ func logTrial(log *slog.Logger, tr Trial) {
 	}
 }
 
-// startName is what the open-loop search's fractions are of, as its
+// startRateName is what the open-loop search's fractions are of, as its
 // reasons and the report say it.
-func (*Outcome) startName() string {
-	return "the start rate"
-}
+const startRateName = "the start rate"

@@ -281,20 +281,20 @@ func TestTheTrialsStartFromTheBrokenLevelUnlessItsThroughputCollapsed(t *testing
 	if lo, hi := s.Bracket(); lo != 24 || hi != 32 {
 		t.Fatalf("bracket [%d, %d), want [24, 32)", lo, hi)
 	}
-	if got, ok := startLevel(cliff, s); !ok || got.Concurrency != 24 {
+	if got, ok := OpenLoopStart(cliff, s); !ok || got.Concurrency != 24 {
 		t.Errorf("start %+v, want the kept level at 24", got)
 	}
 	grows := []knee.Point{{Concurrency: 16, RequestsPerSecond: 2.5}, {Concurrency: 24, RequestsPerSecond: 3.1}, {Concurrency: 32, RequestsPerSecond: 3.3}}
-	if got, ok := startLevel(grows, search(16)); !ok || got.Concurrency != 24 {
+	if got, ok := OpenLoopStart(grows, search(16)); !ok || got.Concurrency != 24 {
 		t.Errorf("start %+v, want the lowest broken level, 24 (not the doubling's 32)", got)
 	}
 	// 0.73 of the kept level's rate, as 8B/L4 chat (loose) measured: a
 	// broken level read low, not a collapse.
 	dips := []knee.Point{{Concurrency: 16, RequestsPerSecond: 5.683}, {Concurrency: 24, RequestsPerSecond: 4.16}, {Concurrency: 32, RequestsPerSecond: 4.1}}
-	if got, ok := startLevel(dips, search(16)); !ok || got.Concurrency != 24 {
+	if got, ok := OpenLoopStart(dips, search(16)); !ok || got.Concurrency != 24 {
 		t.Errorf("start %+v, want the lowest broken level, 24", got)
 	}
-	if _, ok := startLevel([]knee.Point{{Concurrency: 1}}, search(0)); ok {
+	if _, ok := OpenLoopStart([]knee.Point{{Concurrency: 1}}, search(0)); ok {
 		t.Error("a curve without rates gave a start")
 	}
 }

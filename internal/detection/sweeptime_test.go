@@ -43,7 +43,7 @@ type emulated struct {
 	breakRate float64
 	// startRate is where the sweep's Poisson search starts after this
 	// closed loop: the lowest broken level's rate, or the last kept
-	// level's where the broken one's collapsed (sweep's startLevel).
+	// level's where the broken one's collapsed (sweep.OpenLoopStart).
 	startRate float64
 }
 
@@ -137,12 +137,12 @@ func emulateSweepAt(ctx context.Context, p sim.Preset, gen *workload.Generator, 
 		points = append(points, lv.Point)
 	}
 	e.reason = search.Done()
-	lo, hi := search.Bracket()
-	if pt, ok := knee.PointAt(points, float64(hi)); ok && hi > 0 {
-		e.breakRate = pt.RequestsPerSecond
+	if _, hi := search.Bracket(); hi > 0 {
+		if pt, ok := knee.PointAt(points, float64(hi)); ok {
+			e.breakRate = pt.RequestsPerSecond
+		}
 	}
-	e.startRate = e.breakRate
-	if pt, ok := knee.PointAt(points, float64(lo)); ok && lo > 0 && e.breakRate < sweep.CollapsedRateShare*pt.RequestsPerSecond {
+	if pt, ok := sweep.OpenLoopStart(points, search); ok {
 		e.startRate = pt.RequestsPerSecond
 	}
 	slices.SortFunc(points, func(a, b knee.Point) int { return int(a.Concurrency - b.Concurrency) })
@@ -302,7 +302,7 @@ func poissonTruthRates(t *testing.T, ctx context.Context, p sim.Preset, workload
 //     screened, stopped after its first break and sweep.DefaultBreakProbes
 //     refinement levels, with no confirmation, then the open-loop search
 //     from the lowest broken level's rate, or the last kept level's where
-//     the broken one's collapsed (sweep's startLevel).
+//     the broken one's collapsed (sweep.OpenLoopStart).
 //
 // Each road's open-loop search runs with seeds 1 to poissonSeeds, as that
 // many operators' sweeps; the table counts, per half of make bench-sweep

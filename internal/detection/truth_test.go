@@ -106,7 +106,10 @@ func TestGroundTruthLoadIsTheExactWindowMean(t *testing.T) {
 	}
 }
 
-func TestClosedLoopWhatIfMovesOnlyTheKneeBack(t *testing.T) {
+// validAsPoisson is knee/testdata/valid.yaml, and the same profile with a
+// poisson knee of 48 in flight at 30 requests/s beside its closed-loop one.
+func validAsPoisson(t *testing.T) (*knee.Profile, knee.Profile) {
+	t.Helper()
 	closed, err := knee.Load("../../knee/testdata/valid.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +118,11 @@ func TestClosedLoopWhatIfMovesOnlyTheKneeBack(t *testing.T) {
 	poisson.Knee = knee.Knee{Concurrency: 48, OutputTokensPerSecond: 5000, GoodputTokensPerSecond: 4900, KVCacheUsage: 0.2,
 		LimitingResource: closed.Knee.LimitingResource, Arrivals: knee.ArrivalsPoisson, RequestsPerSecond: 30,
 		ClosedLoopConcurrency: closed.Knee.Concurrency}
+	return closed, poisson
+}
+
+func TestClosedLoopWhatIfMovesOnlyTheKneeBack(t *testing.T) {
+	closed, poisson := validAsPoisson(t)
 	back, err := withClosedLoopKnee(poisson)
 	if err != nil {
 		t.Fatal(err)
@@ -171,14 +179,7 @@ func TestTruthQuantileReachesBackAsFarAsItTakes(t *testing.T) {
 // 112 + 16 × ln(1/0.94) ÷ ln(1.62/0.94) = 113.8, so 113. 96 is never
 // measured.
 func TestTheDefaultSweepsProfileIsTheDoublingUpToItsFirstBreak(t *testing.T) {
-	closed, err := knee.Load("../../knee/testdata/valid.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	poisson := *closed
-	poisson.Knee = knee.Knee{Concurrency: 48, OutputTokensPerSecond: 5000, GoodputTokensPerSecond: 4900, KVCacheUsage: 0.2,
-		LimitingResource: closed.Knee.LimitingResource, Arrivals: knee.ArrivalsPoisson, RequestsPerSecond: 30,
-		ClosedLoopConcurrency: closed.Knee.Concurrency}
+	closed, poisson := validAsPoisson(t)
 	got, err := asDoublingSweep(poisson)
 	if err != nil {
 		t.Fatal(err)

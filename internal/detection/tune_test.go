@@ -181,10 +181,11 @@ func TestTunePageVariants(t *testing.T) {
 	// prints its page and headroom error. sweep.DefaultBreakProbes was
 	// chosen with it, on the ramp-slow, plateau-safe, square-safe and
 	// throttle-step families (about 5 min).
+	withoutModels := os.Getenv("KNEEWATCH_TUNE_WITHOUT_MODELS") != ""
 	// KNEEWATCH_TUNE_TRUTH_SEEDS=N: the truth's grid the median of N searches.
 	truthSeeds, _ := strconv.Atoi(os.Getenv("KNEEWATCH_TUNE_TRUTH_SEEDS"))
 	rep, err := Run(context.Background(), Options{Scenarios: scs, PageVariants: tuneVariants(), ResweepSeed: resweepSeed, ResweepAverageSeeds: avgSeeds,
-		TruthGridSeeds: truthSeeds, WithoutModelsWhatIf: os.Getenv("KNEEWATCH_TUNE_WITHOUT_MODELS") != "",
+		TruthGridSeeds: truthSeeds, WithoutModelsWhatIf: withoutModels,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +194,7 @@ func TestTunePageVariants(t *testing.T) {
 	if resweepSeed != 0 {
 		keys = append(keys, DetectorResweepPage)
 	}
-	if os.Getenv("KNEEWATCH_TUNE_WITHOUT_MODELS") != "" {
+	if withoutModels {
 		keys = append(keys, DetectorWithoutModelsPage)
 	}
 	for _, v := range tuneVariants() {
