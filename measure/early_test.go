@@ -152,7 +152,8 @@ func TestTheScreeningWindowGrowsWithTheConcurrency(t *testing.T) {
 		}
 		rng := rand.New(rand.NewPCG(7, uint64(tc.c)))
 		tally := DefaultEarly.Start(testSLO, tc.c, true)
-		next := level(rng, 0, 0.3)
+		// Over the quick screen's margin, under the screen's.
+		next := level(rng, 0, 0.7)
 		n := 0
 		for tally.Verdict() == Undecided && n < 200 {
 			tally.Add(next())
@@ -168,6 +169,44 @@ func TestTheScreeningWindowGrowsWithTheConcurrency(t *testing.T) {
 	}
 }
 
+// A level at concurrency 1 or 2, where the window's floor of 10 requests
+// is more than two per worker, screens after two per worker (at least
+// ScreenQuickRequests) when they sit well inside the SLO, and after its
+// whole window when they are nearer it; a level whose window is two per
+// worker already has no quicker screen.
+func TestTheLowestLevelsScreenSoonerFarFromTheSLO(t *testing.T) {
+	for _, tc := range []struct {
+		c      int
+		margin float64
+		want   int
+	}{
+		{1, 0.3, 4}, {2, 0.3, 4}, {4, 0.3, 8}, {8, 0.3, 16}, {16, 0.3, 30},
+		{1, 0.7, 10}, {2, 0.7, 10}, {4, 0.7, 10},
+	} {
+		rng := rand.New(rand.NewPCG(9, uint64(tc.c)))
+		tally := DefaultEarly.Start(testSLO, tc.c, true)
+		next := level(rng, 0, tc.margin)
+		n := 0
+		for tally.Verdict() == Undecided && n < 200 {
+			tally.Add(next())
+			n++
+		}
+		if tally.Verdict() != Screened || n != tc.want {
+			t.Errorf("concurrency %d, latency at most %.1f of the SLO: verdict %v after %d requests, want screened after %d (%s)",
+				tc.c, tc.margin, tally.Verdict(), n, tc.want, tally.Reason())
+		}
+	}
+	// Refinement and confirmation levels never screen, quickly or not.
+	tally := DefaultEarly.Start(testSLO, 1, false)
+	next := level(rand.New(rand.NewPCG(9, 0)), 0, 0.3)
+	for range 10 {
+		tally.Add(next())
+	}
+	if tally.Verdict() != Undecided {
+		t.Errorf("a level that may not screen: verdict %v after 10 requests (%s)", tally.Verdict(), tally.Reason())
+	}
+}
+
 func TestEarlyRejectsBadSettings(t *testing.T) {
 	for _, tc := range []struct {
 		e    Early
@@ -179,6 +218,9 @@ func TestEarlyRejectsBadSettings(t *testing.T) {
 		{Early{ScreenRequests: 30, ScreenMargin: 0.5, ScreenPerWorker: -2}, "screen requests per worker must be ≥ 0, got -2"},
 		{Early{ScreenRequests: 30, ScreenMargin: 0.5, ScreenPerWorker: 2}, "the fewest screening requests must be in [1, 30] (the screen requests), got 0"},
 		{Early{ScreenRequests: 30, ScreenMargin: 0.5, ScreenPerWorker: 2, ScreenMinRequests: 40}, "got 40"},
+		{Early{ScreenRequests: 30, ScreenMargin: 0.8, ScreenPerWorker: 2, ScreenMinRequests: 10, ScreenQuickRequests: -1}, "quick screen requests must be ≥ 0, got -1"},
+		{Early{ScreenRequests: 30, ScreenMargin: 0.8, ScreenPerWorker: 2, ScreenMinRequests: 10, ScreenQuickRequests: 4}, "the quick screen margin must be in (0, 0.8] (the screen margin), got 0"},
+		{Early{ScreenRequests: 30, ScreenMargin: 0.8, ScreenPerWorker: 2, ScreenMinRequests: 10, ScreenQuickRequests: 4, ScreenQuickMargin: 0.9}, "got 0.9"},
 	} {
 		if err := tc.e.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.e, err, tc.want)
