@@ -319,12 +319,17 @@ func poissonTruthRates(t *testing.T, ctx context.Context, p sim.Preset, workload
 //	doubling, no probe             | 22, 21      | 25, 33      | 47, 54
 //	doubling, one probe (shipped)  | 18, 16      | 32, 31      | 50, 47
 //
+// With the quick screen at concurrency 1 and 2 (measure.DefaultEarly,
+// later the same day) every road's closed loop is shorter: refined 48, 44;
+// coarse 48, 52; shipped 18, 18 | 32, 33 | 50, 51.
+//
 // The number of probes was chosen on the detection bench's tune half, by
 // what the curve they leave costs kneewatch's headroom (see
 // sweep.DefaultBreakProbes), not on these halves. With seed 1 the shipped
 // road finished 12 of the 15 within 20 minutes (refined: 10, no probe:
 // 13): it missed with 8B/L4 chat (tight, 21m12s), 70B/H200 code (tight,
-// 21m13s; loose, 23m56s). Where a trial at the break level's own rate kept
+// 21m13s; loose, 23m56s). With the quick screen, 13: 8B/L4 chat tight
+// 19m58s, 70B/H200 code 20m5s and 22m48s. Where a trial at the break level's own rate kept
 // the SLO (with no probe: 70B/H200 code and chat, loose; 8B/L4 chat,
 // loose), the search ended after it, 2-3% off the truth: a closed loop at
 // the break level holds that many requests in flight whatever the rate, a
