@@ -171,6 +171,18 @@ func (p *Profile) mixShiftAt(prompt, output float64, tails [2]promptTail, prompt
 	return mixShift{concurrency: math.Exp(c), rate: math.Exp(r), prompt: op / mp, output: oo / mo, moved: true}
 }
 
+// MixKneeFactors is how far the profile's mix model moves its knee for
+// traffic whose mean prompt and output are exactly these (tokens per
+// request): the factors on the knee's concurrency and request rate, with
+// no noise band and no prompt tail (1 and 1 without a mix model). It is
+// the model as Evaluate reads it for a window of many requests, for
+// diagnostics that price requests one by one (see docs/simulator.md).
+func (p *Profile) MixKneeFactors(prompt, output float64) (concurrency, rate float64) {
+	none := promptTail{p99: Unknown(), requests: Unknown()}
+	s := p.mixShiftAt(prompt, output, [2]promptTail{none, none}, 0, 0)
+	return s.concurrency, s.rate
+}
+
 // promptTail is a 99th percentile of prompt tokens and how many requests
 // it was read over (Observation.PromptTokensP99 and MixRequests, or
 // SpanPromptTokensP99 and SpanPromptRequests).

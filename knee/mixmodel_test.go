@@ -682,3 +682,29 @@ func TestPoissonAtLeast(t *testing.T) {
 func windowTail(p99 float64) [2]promptTail {
 	return [2]promptTail{{p99, Unknown()}, {Unknown(), Unknown()}}
 }
+
+// MixKneeFactors reads the fitted model at exactly the means it is given:
+// inside the measured range the quadratic itself, with no noise band
+// between it and a small drift; 1 and 1 without a model.
+func TestMixKneeFactorsReadTheModelAtExactMeans(t *testing.T) {
+	p := poissonMix(t)
+	m := p.MixModel
+	p0, o0 := p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens
+	approx := cmpopts.EquateApprox(1e-12, 0)
+	for _, f := range []struct{ prompt, output float64 }{{1.05, 1}, {1.5, 1}, {1, 1.5}, {1.5, 1.5}} {
+		x, z := math.Log(f.prompt), math.Log(f.output)
+		wantC := m.Concurrency.At(x, z) / m.Concurrency.AtProfileMix
+		wantR := m.RequestsPerSecond.At(x, z) / m.RequestsPerSecond.AtProfileMix
+		c, r := p.MixKneeFactors(f.prompt*p0, f.output*o0)
+		if !cmp.Equal(c, wantC, approx) || !cmp.Equal(r, wantR, approx) {
+			t.Errorf("prompt ×%g, output ×%g: factors %g, %g, want the model's %g, %g", f.prompt, f.output, c, r, wantC, wantR)
+		}
+	}
+	if c, r := p.MixKneeFactors(p0, o0); c != 1 || r != 1 {
+		t.Errorf("at the profile's own means: %g, %g, want 1, 1", c, r)
+	}
+	p.MixModel = nil
+	if c, r := p.MixKneeFactors(2*p0, 2*o0); c != 1 || r != 1 {
+		t.Errorf("without a mix model: %g, %g, want 1, 1", c, r)
+	}
+}

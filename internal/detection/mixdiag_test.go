@@ -3,6 +3,7 @@ package detection
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -31,6 +32,9 @@ import (
 // the means already read heavier than the tail. The history's tail took
 // the L4 blend's error from +80% to +28% at 10% code and from +75% to +62%
 // at 20%; the RAG blend's means already read heavier than its tail (+74%).
+// The blend's knee is also read as capacity its requests share, each
+// priced at the model's knee for its own lengths (sharedCapacity): the
+// table in docs/simulator.md (2026-12-06) is its output.
 // Run by hand: KNEEWATCH_MIXDIAG=preset/workload/tight|loose/alt, e.g.
 // 8b-h100/chat/tight/rag.
 //
@@ -106,6 +110,8 @@ func TestTraceMixKnees(t *testing.T) {
 	fmt.Println("Then the live window with the prompt tail of the replica's history too: up to 10 minutes, at most 1000 requests.")
 	fmt.Println("Last, the model read at lengths weighted by their size, E[x²] ÷ E[x] (the length of the request an average")
 	fmt.Println("token belongs to), as a ratio to the deployment's own mix's: a blend's heavy minority weighs more there.")
+	fmt.Println("Above each share, the knee as capacity the blend's requests share, each priced at the model's knee for its own")
+	fmt.Println("lengths: exact, at its lengths' buckets, and from the prompt and output histograms alone.")
 	seed := Options{}.withDefaults().Seed
 	ownGen, err := blendGenerator(f[1], "", 0, seed)
 	if err != nil {
@@ -149,12 +155,114 @@ func TestTraceMixKnees(t *testing.T) {
 		sized.MeanPromptTokens = prof.Workload.MeanPromptTokens * sizeWeighted(blend.prompts) / sizeWeighted(own.prompts)
 		sized.MeanOutputTokens = prof.Workload.MeanOutputTokens * sizeWeighted(blend.outputs) / sizeWeighted(own.outputs)
 		bySize := knee.Evaluate(sized, &prof, knee.Options{})
+		eachR, eachC := sharedCapacity(&prof, own, blend, priceEach(&prof, own, nil))
+		bucketedR, _ := sharedCapacity(&prof, own, blend, priceEach(&prof, own, buckets))
+		histR, _ := sharedCapacity(&prof, own, blend, priceHistograms(&prof, own, buckets))
+		pct := func(v, truth float64) float64 { return 100 * (v/truth - 1) }
+		fmt.Printf("      shared capacity: each request %.1f in flight (%+.0f%%), %.3g req/s (%+.0f%%); its buckets %+.0f%%; the two histograms %+.0f%%\n",
+			eachC, pct(eachC, p.Knee.Concurrency), eachR, pct(eachR, p.Knee.RequestsPerSecond),
+			pct(bucketedR, p.Knee.RequestsPerSecond), pct(histR, p.Knee.RequestsPerSecond))
 		rateErr := func(r knee.Result) float64 { return 100 * (r.Knee.RequestsPerSecond/p.Knee.RequestsPerSecond - 1) }
 		fmt.Printf("%4.0f%%  %7.0f / %5.0f        %6.0f     %8.1f %8.3g           %8.1f %8.3g %+4.0f%%          %8.1f %8.3g %+4.0f%%       %+4.0f%%               %+4.0f%%\n",
 			100*share, p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens, obs.PromptTokensP99, p.Knee.Concurrency, p.Knee.RequestsPerSecond,
 			means.Knee.Concurrency, means.Knee.RequestsPerSecond, rateErr(means), live.Knee.Concurrency, live.Knee.RequestsPerSecond, rateErr(live),
 			rateErr(history), rateErr(bySize))
 	}
+}
+
+// sharedCapacity is a blend's knee read as capacity its requests share,
+// each priced at the knee the mix model gives its own lengths (see
+// docs/simulator.md, where it was measured and not shipped): the knee rate
+// scaled by price(own) ÷ price(blend), and the in-flight knee by Little's
+// law, each request held for its own mix's knee latency (in flight ÷ rate
+// at that knee).
+func sharedCapacity(prof *knee.Profile, own, blend lengths, price func(lengths) (perRate, perLatency float64)) (rate, inFlight float64) {
+	co, lo := price(own)
+	cb, lb := price(blend)
+	rate = prof.Knee.RequestsPerSecond * co / cb
+	return rate, prof.Knee.Concurrency * (co / cb) * (lb / lo)
+}
+
+// priceEach prices every request at its own lengths, or at its lengths'
+// buckets (1-2-5, the engine's histograms) when buckets is set: the mean
+// over requests of 1 ÷ the model's knee rate, and of its in-flight ÷ rate.
+// Lengths are read relative to own's means, on the profile's served scale.
+func priceEach(prof *knee.Profile, own lengths, buckets []float64) func(lengths) (float64, float64) {
+	scaleP := prof.Workload.MeanPromptTokens / meanOf(own.prompts)
+	scaleO := prof.Workload.MeanOutputTokens / meanOf(own.outputs)
+	return func(l lengths) (perRate, perLatency float64) {
+		for i := range l.prompts {
+			pl, ol := l.prompts[i], l.outputs[i]
+			if buckets != nil {
+				pl, ol = bucketMiddle(pl, buckets), bucketMiddle(ol, buckets)
+			}
+			c, r := prof.MixKneeFactors(scaleP*pl, scaleO*ol)
+			perRate += 1 / r
+			perLatency += c / r
+		}
+		n := float64(len(l.prompts))
+		return perRate / n, perLatency / n
+	}
+}
+
+// priceHistograms prices the requests from the prompt and output
+// histograms alone, as a live window could, their buckets read as
+// independent.
+func priceHistograms(prof *knee.Profile, own lengths, buckets []float64) func(lengths) (float64, float64) {
+	scaleP := prof.Workload.MeanPromptTokens / meanOf(own.prompts)
+	scaleO := prof.Workload.MeanOutputTokens / meanOf(own.outputs)
+	shares := func(xs []float64) []float64 {
+		h := make([]float64, len(buckets)+1)
+		for _, x := range xs {
+			h[bucketIndex(x, buckets)] += 1 / float64(len(xs))
+		}
+		return h
+	}
+	return func(l lengths) (perRate, perLatency float64) {
+		ps, os := shares(l.prompts), shares(l.outputs)
+		for i, pw := range ps {
+			for j, ow := range os {
+				if pw == 0 || ow == 0 {
+					continue
+				}
+				c, r := prof.MixKneeFactors(scaleP*bucketMiddleAt(i, buckets), scaleO*bucketMiddleAt(j, buckets))
+				perRate += pw * ow / r
+				perLatency += pw * ow * c / r
+			}
+		}
+		return perRate, perLatency
+	}
+}
+
+// bucketIndex is the index of the bucket x falls in: the first bound at or
+// above it, len(buckets) past the last.
+func bucketIndex(x float64, buckets []float64) int {
+	i, _ := slices.BinarySearch(buckets, x)
+	return i
+}
+
+// bucketMiddleAt is bucket i's geometric middle: half the first bound for
+// the first, 1.5 × the last bound past it.
+func bucketMiddleAt(i int, buckets []float64) float64 {
+	switch {
+	case i == 0:
+		return buckets[0] / 2
+	case i == len(buckets):
+		return 1.5 * buckets[i-1]
+	}
+	return math.Sqrt(buckets[i-1] * buckets[i])
+}
+
+func bucketMiddle(x float64, buckets []float64) float64 {
+	return bucketMiddleAt(bucketIndex(x, buckets), buckets)
+}
+
+func meanOf(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
 }
 
 // lengths are the prompt and output lengths of requests drawn from a mix.
