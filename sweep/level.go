@@ -44,7 +44,15 @@ type LevelConfig struct {
 // level and the staggered start has washed out, plus up to 8 more. It was
 // 2c + 8; at concurrency 1 with 9-second requests that was 90 s before a
 // level's first measured request, and past 128 it was a third of a level.
-func DefaultWarmup(c int) int { return c + min(c, 8) }
+// At concurrency 1 nothing is staggered, and the one turnover is the whole
+// warm-up: on make bench-sweep (2026-12-06) that took about one request at
+// concurrency 1 (1 to 42 s) off every sweep and moved no knee.
+func DefaultWarmup(c int) int {
+	if c == 1 {
+		return 1
+	}
+	return c + min(c, 8)
+}
 
 // Level is one measured concurrency level.
 type Level struct {

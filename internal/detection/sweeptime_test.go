@@ -321,7 +321,9 @@ func poissonTruthRates(t *testing.T, ctx context.Context, p sim.Preset, workload
 //
 // With the quick screen at concurrency 1 and 2 (measure.DefaultEarly,
 // later the same day) every road's closed loop is shorter: refined 48, 44;
-// coarse 48, 52; shipped 18, 18 | 32, 33 | 50, 51.
+// coarse 48, 52; shipped 18, 18 | 32, 33 | 50, 51. With a warm-up of one
+// request at concurrency 1 as well (sweep.DefaultWarmup): refined 48, 44;
+// coarse 48, 53; shipped 18, 19 | 32, 33 | 50, 52.
 //
 // The number of probes was chosen on the detection bench's tune half, by
 // what the curve they leave costs kneewatch's headroom (see
@@ -329,7 +331,8 @@ func poissonTruthRates(t *testing.T, ctx context.Context, p sim.Preset, workload
 // road finished 12 of the 15 within 20 minutes (refined: 10, no probe:
 // 13): it missed with 8B/L4 chat (tight, 21m12s), 70B/H200 code (tight,
 // 21m13s; loose, 23m56s). With the quick screen, 13: 8B/L4 chat tight
-// 19m58s, 70B/H200 code 20m5s and 22m48s. Where a trial at the break level's own rate kept
+// 19m58s, 70B/H200 code 20m5s and 22m48s; with the shorter warm-up at
+// concurrency 1 too, 14: 19m44s, 19m53s and 22m36s. Where a trial at the break level's own rate kept
 // the SLO (with no probe: 70B/H200 code and chat, loose; 8B/L4 chat,
 // loose), the search ended after it, 2-3% off the truth: a closed loop at
 // the break level holds that many requests in flight whatever the rate, a
