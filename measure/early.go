@@ -80,8 +80,8 @@ func (e Early) ScreenWindow(c int) int {
 // searches' time fell 22% on A and 20% on B, the knees within ±10% of the
 // truth went 11 → 12 of 14 on A and stayed 12 of 14 on B.
 //
-// A level at concurrency 1 or 2 (also 4) screens sooner, after two requests
-// per worker and at least 4 (ScreenQuickRequests) within 0.5 of the
+// A level at concurrency 1, 2 or 4 screens sooner, after two requests per
+// worker and at least 4 (ScreenQuickRequests) within 0.5 of the
 // thresholds: at concurrency 1 its ten requests of 8.7 s (70B/H200 code)
 // took 2 minutes of a Poisson sweep's 21. Over make bench-sweep's 28
 // deployments (2026-12-06) it shortened every doubling by 7 s to 4 min

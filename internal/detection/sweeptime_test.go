@@ -492,8 +492,8 @@ suite deployment (simulator preset × workload preset × tight and loose SLO) is
 with the sweep's precision (10%), warm-up and window sizes, once with fixed windows and once
 with sequential stopping (measure.DefaultEarly: a binomial test ends a level that clearly
 breaks the SLO; a screening window of two requests per worker, 10 to 30, ends a doubling level
-whose SLO quantile is within 0.8 of the thresholds, or at concurrency 1 and 2 one of 4 requests within
-0.5, confirmed in full if the knee would rest on it). The time is the levels' virtual time, what the sweep would
+whose SLO quantile is within 0.8 of the thresholds, or, at concurrency 1, 2 and 4, two requests per worker
+(at least 4) within 0.5, confirmed in full if the knee would rest on it). The time is the levels' virtual time, what the sweep would
 spend at real speed (the preflight and the HTTP overhead are left out). The true knee is
 sim.FindKnee's (integer precision, 1000-request windows).
 
