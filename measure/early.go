@@ -61,6 +61,19 @@ type Early struct {
 	ScreenQuickMargin   float64
 }
 
+// quickScreenWindow is how many requests may screen a level at
+// concurrency c within ScreenQuickMargin: two per worker, at least
+// ScreenQuickRequests; 0 when that is no sooner than ScreenWindow.
+func (e Early) quickScreenWindow(c int) int {
+	if e.ScreenPerWorker <= 0 || e.ScreenQuickRequests <= 0 {
+		return 0
+	}
+	if q := max(e.ScreenPerWorker*c, e.ScreenQuickRequests); q < e.ScreenWindow(c) {
+		return q
+	}
+	return 0
+}
+
 // ScreenWindow is how many requests screen a level at concurrency c.
 func (e Early) ScreenWindow(c int) int {
 	if e.ScreenPerWorker <= 0 {
@@ -86,12 +99,11 @@ func (e Early) ScreenWindow(c int) int {
 // took 2 minutes of a Poisson sweep's 21. Over make bench-sweep's 28
 // deployments (2026-12-06) it shortened every doubling by 7 s to 4 min
 // (8B/L4 chat tight 9m2s → 7m48s, 70B/H200 code tight 11m43s → 10m35s) and
-// changed no knee, closed-loop or poisson, on either half: the levels it
-// stops sit at a third of the SLO or less. Applied at every level (4
-// requests within 0.5, or 0.6) it moved the poisson knees of the slow
-// deployments, whose kept level before the break it screened on four
-// requests (the probe after the break is placed by that level's margin):
-// half A's bias +2% → +11%, half B within ±10% 11 → 8 of 14.
+// changed no knee, closed-loop or poisson, on either half. Applied at
+// every level (4 requests within 0.5, or 0.6) it moved the poisson knees
+// of the slow deployments, whose kept level before the break it screened
+// on four requests (the probe after the break is placed by that level's
+// margin): half A's bias +2% → +11%, half B within ±10% 11 → 8 of 14.
 var DefaultEarly = Early{Alpha: 0.0003, MinRequests: 20, ScreenRequests: 30, ScreenMargin: 0.8, ScreenPerWorker: 2, ScreenMinRequests: 10,
 	ScreenQuickRequests: 4, ScreenQuickMargin: 0.5}
 
@@ -154,10 +166,7 @@ func (e Early) Start(slo knee.SLO, c int, mayScreen bool) *Tally {
 	}
 	t := &Tally{early: e, slo: slo}
 	if mayScreen && e.ScreenRequests > 0 {
-		t.screen = e.ScreenWindow(c)
-		if q := max(e.ScreenPerWorker*c, e.ScreenQuickRequests); e.ScreenPerWorker > 0 && e.ScreenQuickRequests > 0 && q < t.screen {
-			t.quick = q
-		}
+		t.screen, t.quick = e.ScreenWindow(c), e.quickScreenWindow(c)
 	}
 	return t
 }

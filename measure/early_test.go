@@ -169,8 +169,8 @@ func TestTheScreeningWindowGrowsWithTheConcurrency(t *testing.T) {
 	}
 }
 
-// A level at concurrency 1 or 2, where the window's floor of 10 requests
-// is more than two per worker, screens after two per worker (at least
+// A level at concurrency 1, 2 or 4, where the window's floor of 10
+// requests is more than two per worker, screens after two per worker (at least
 // ScreenQuickRequests) when they sit well inside the SLO, and after its
 // whole window when they are nearer it; a level whose window is two per
 // worker already has no quicker screen.

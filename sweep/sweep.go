@@ -138,8 +138,9 @@ type Outcome struct {
 	OpenLoopReason string
 	ClosedLoopKnee *knee.Knee
 	// StartConcurrency is the closed-loop level the trials' rates start
-	// from: the one that measured the highest request rate (see runPoisson).
-	// StartRate is that rate, requests/s; a trial's Fraction is of it.
+	// from: the lowest broken level, or the last kept one where the broken
+	// one's throughput collapsed (OpenLoopStart). StartRate is its request
+	// rate, requests/s; a trial's Fraction is of it.
 	StartConcurrency int
 	StartRate        float64
 	// ClosedLoopEstimate is the closed-loop knee the profile records beside
