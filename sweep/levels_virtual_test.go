@@ -16,12 +16,14 @@ import (
 // TestSweepFindsTheSimulatorsTrueKnee in virtual time, with 40 seeds: the
 // knee within ±10% of the truth in at most levelBound levels, every time.
 // That test runs at real speed, where a loaded machine shifts latencies and
-// can flip a verdict near the knee, and one more probe follows; this one
-// has no machine in it, so a miss here is the search's. On 2026-12-06 a
-// real-speed run of the 70B/H200 short-answer case took 10 levels (its
-// bound is 9) and found the true knee; here that case took 8 levels with 37
-// of the 40 seeds and 9 with 3. This test also found the bound too tight
-// where a knee within tolerance lies past a power of two (see levelBound).
+// can flip a verdict at the knee, and one more probe follows, so it allows
+// the refinement's worst case (wallLevelBound); this one has no machine in
+// it, so it holds the search to the tighter levelBound, and a miss here is
+// the search's. On 2026-12-06 two real-speed runs of the 70B/H200 cases
+// took 10 levels and found the true knee; here the short-answer case took 8
+// levels with 37 of the 40 seeds and 9 with 3. This test also found the
+// bound too tight where a knee within tolerance lies past a power of two
+// (see levelBound).
 func TestTheSearchStaysWithinItsLevelBoundInVirtualTime(t *testing.T) {
 	const seeds = 40
 	for _, kc := range kneeCases {
