@@ -142,6 +142,16 @@ const speedRiseTolerance = 0.1
 // concurrency. Below the slowest speed measured, the knee falls on from
 // there as the fallback reading (fallback, speedKnee without a model)
 // falls between that speed and e. ok is false without a model.
+//
+// One power law through every point instead (the knee × e^b, b fitted by
+// least squares in the logs, anchored at the knee), to average out one
+// search's noise at each point, read worse against the simulator's knees
+// at 1.4× and 2× slower (KNEEWATCH_SPEED_BENCH=1 go test -run
+// TestSpeedKneeAgainstTheTruth ./internal/detection, about 5 min,
+// 2026-12-06): |ln error| median and p90 0.143 and 0.285 → 0.169 and 0.388
+// on half A, 0.097 and 0.309 → 0.118 and 0.393 on half B, and its median
+// signed error −0.04 → −0.08. The knee does not fall as a power of the
+// speed: the part of each step that does not grow with the batch bends it.
 func (p *Profile) speedModelKnee(e float64, fallback func(float64) (float64, bool)) (float64, bool) {
 	if p.SpeedModel == nil || len(p.SpeedModel.Points) == 0 {
 		return 0, false
