@@ -36,10 +36,11 @@ import (
 //     machine (which delays every request in prefill at that moment)
 //     broke it; a p90 needs a tenth of the window to be hit. TPOT is
 //     left loose.
-//   - Speeds are chosen so that each sweep took about 40 s of wall time (5-15 s since the calibration)
-//     and the simulator streams at most a few thousand tokens per wall
-//     second: its driver restarts its timeline when it falls 10 ms behind,
-//     so a starved simulator loses throughput and stretches every latency.
+//   - Speeds were chosen so that each sweep took about 40 s of wall time
+//     (5-15 s since the calibration) and the simulator streams at most a
+//     few thousand tokens per wall second: its driver restarts its
+//     timeline when it falls 10 ms behind, so a starved simulator loses
+//     throughput and stretches every latency.
 //     The short-answer workload (1500-token prompts, 64-token answers)
 //     fills the KV cache while streaming little. Its prompts are not
 //     longer because on the 70B preset prefill then saturates compute by
