@@ -73,8 +73,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"same rate (1: judge at the thresholds themselves)")
 	sequential := fs.Bool("sequential", true, "stop a level before its window fills when its verdict is already clear: a binomial test\n"+
 		"for a level past the knee (size 0.0003 per look), and a screening window of two requests per worker\n"+
-		"(10 to 30; 4 at concurrency 1 and 2 well within the SLO) for a level below it, which is measured in\n"+
-		"full before the knee may rest on it; false: every level fills its window")
+		"(10 to 30; at concurrency 1, 2 and 4, two per worker and at least 4 well within the SLO) for a level\n"+
+		"below it, which is measured in full before the knee may rest on it; false: every level fills its window")
 	mixScales := fs.String("mix-scales", "", "after the knee, measure it again at the workload scaled by each PROMPT:OUTPUT factor pair\n"+
 		"(e.g. 2:1,1:2,2:2, or \"default\" for "+joinMixScales(knee.DefaultMixScales)+") and add the mixModel\n"+
 		"the knee moves with when live traffic's mean prompt or output drifts; each pair is a whole sweep; empty: none")

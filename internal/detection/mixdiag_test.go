@@ -188,8 +188,7 @@ func sharedCapacity(prof *knee.Profile, own, blend lengths, price func(lengths) 
 // over requests of 1 ÷ the model's knee rate, and of its in-flight ÷ rate.
 // Lengths are read relative to own's means, on the profile's served scale.
 func priceEach(prof *knee.Profile, own lengths, buckets []float64) func(lengths) (float64, float64) {
-	scaleP := prof.Workload.MeanPromptTokens / meanOf(own.prompts)
-	scaleO := prof.Workload.MeanOutputTokens / meanOf(own.outputs)
+	scaleP, scaleO := servedScale(prof, own)
 	return func(l lengths) (perRate, perLatency float64) {
 		for i := range l.prompts {
 			pl, ol := l.prompts[i], l.outputs[i]
@@ -209,8 +208,7 @@ func priceEach(prof *knee.Profile, own lengths, buckets []float64) func(lengths)
 // histograms alone, as a live window could, their buckets read as
 // independent.
 func priceHistograms(prof *knee.Profile, own lengths, buckets []float64) func(lengths) (float64, float64) {
-	scaleP := prof.Workload.MeanPromptTokens / meanOf(own.prompts)
-	scaleO := prof.Workload.MeanOutputTokens / meanOf(own.outputs)
+	scaleP, scaleO := servedScale(prof, own)
 	shares := func(xs []float64) []float64 {
 		h := make([]float64, len(buckets)+1)
 		for _, x := range xs {
@@ -232,6 +230,13 @@ func priceHistograms(prof *knee.Profile, own lengths, buckets []float64) func(le
 		}
 		return perRate, perLatency
 	}
+}
+
+// servedScale is how much longer the profile's served prompts and outputs
+// are than own's drawn ones, on average: drawn lengths times these are read
+// on the mix model's scale.
+func servedScale(prof *knee.Profile, own lengths) (prompt, output float64) {
+	return prof.Workload.MeanPromptTokens / meanOf(own.prompts), prof.Workload.MeanOutputTokens / meanOf(own.outputs)
 }
 
 // bucketIndex is the index of the bucket x falls in: the first bound at or
