@@ -61,6 +61,17 @@ func (g *generator) headroomExhausted() rulefmt.Rule {
 	if o.PredictHorizon > 0 {
 		arms = append(arms, pql.And(pql.Lt(read, pql.Num(o.PredictBelow)), trend))
 	}
+	if o.quickArm() {
+		quick := parser.Expr(g.recorded(RecordQuickHeadroom))
+		if o.BelowHold > 0 {
+			quick = pql.MaxOverTime(g.recorded(RecordQuickHeadroom), o.BelowHold)
+		}
+		quickArm := pql.Lt(quick, pql.Num(o.QuickBelow))
+		if o.RecoveredAbove > 0 {
+			quickArm = pql.And(quickArm, pql.Lt(g.perReplica(catalog.MetricReplicaHeadroom), pql.Num(o.RecoveredAbove)), pql.On(g.replicaBy()...))
+		}
+		arms = append(arms, quickArm)
+	}
 	if o.OverloadBelow < 0 {
 		arms = append(arms, pql.Lt(raw, pql.Num(o.OverloadBelow)))
 	}
@@ -101,6 +112,9 @@ func (g *generator) headroomExhaustedText() string {
 	if o.PredictHorizon > 0 {
 		text += fmt.Sprintf(", or under %s and on course (%s) to reach the knee within %s",
 			pct(o.PredictBelow), trend, dur(o.PredictHorizon))
+	}
+	if o.quickArm() {
+		text += fmt.Sprintf(", or under %s averaged over at least %d requests", pct(o.QuickBelow), o.QuickRequests)
 	}
 	if o.OverloadBelow < 0 {
 		text += fmt.Sprintf(", or already %s past it", pct(-o.OverloadBelow))

@@ -111,6 +111,15 @@ type HeadroomExhaustedOptions struct {
 	// than it is. A dimension counts only over windows in which it was
 	// judged at every evaluation.
 	SustainByDimension bool
+	// QuickRequests, when > 0 (below SustainRequests, itself > 0), arms a quick
+	// level arm: the headroom averaged as the sustained one is, over the
+	// shortest of SustainWindows that holds at least this many finished
+	// requests (kneewatch:replica_headroom_ratio:quick), under QuickBelow
+	// for BelowHold. A step far past the knee needs fewer requests to tell
+	// from noise than one just past it: at a few requests a minute the
+	// sustained average takes minutes to take in the step.
+	QuickRequests int
+	QuickBelow    float64
 	// OverloadBelow, when < 0, is a headroom so far past the knee that it
 	// pages on the exported headroom itself; 0 turns the arm off.
 	OverloadBelow float64
@@ -364,8 +373,25 @@ func DefaultOptions() Options {
 			// oracle's figures did not move (TestTunePageVariants,
 			// KNEEWATCH_TUNE=0).
 			SustainByDimension: true,
-			For:                0,
-			KeepFiringFor:      5 * time.Minute,
+			// No quick arm (QuickRequests 0). Measured 2026-12-06 at 30
+			// requests under -40% (TestTunePageVariants,
+			// KNEEWATCH_TUNE_QUICK), against the page without it: on the
+			// tune half (132, 46 safe) safe paged 2 -> 2, early 16 -> 16 of
+			// 19, abrupt 49 -> 51 of 52, false pages in all 15 -> 17; on
+			// the tune scenarios drawn 264 strong that are not in it (87
+			// safe) 8 -> 9, 36 -> 41 of 44, 91 -> 91 of 92, 32 -> 34. Made
+			// the default for one bench run, the held-out test half paged
+			// 7 of 46 safe scenarios instead of 4 (the oracle 5 instead of
+			// 3), for one early page more (21 of 25) and one abrupt onset
+			// (52 of 55). Above about 0.5 requests/s the shortest window
+			// already holds 30 requests, so the arm is the last minute's
+			// headroom under -40%: a Poisson burst after a step up to
+			// 0.83x of the knee read -41% for a minute (test 173). 50
+			// requests under -25% paged one safe tune scenario more and
+			// 38 early on the larger draw; the overload arm (the last
+			// window at any count) 8-12 safe scenarios on the tune half.
+			For:           0,
+			KeepFiringFor: 5 * time.Minute,
 		},
 		// KneewatchPastKnee fires at the first evaluation that counts two
 		// missed requests, and more than the budget's share, past the knee:
@@ -420,4 +446,10 @@ func DefaultOptions() Options {
 		},
 		PrometheusRule: PrometheusRuleOptions{Name: "kneewatch"},
 	}
+}
+
+// quickArm reports whether the page has its quick arm: it reads a second
+// average beside the sustained one, so it needs both.
+func (o HeadroomExhaustedOptions) quickArm() bool {
+	return o.SustainRequests > 0 && o.QuickRequests > 0
 }

@@ -54,11 +54,50 @@ func TestAZeroHorizonTurnsTheTrendArmOff(t *testing.T) {
 
 // The shipped page reads the headroom averaged over 100 requests, past the
 // knee for 30s while the last window's is under 20%, with no trend arm
-// (see DefaultOptions).
+// and no quick arm (see DefaultOptions).
 func TestTheShippedPageIsTheSustainedHeadroomPastTheKnee(t *testing.T) {
 	expr := strings.Join(strings.Fields(pageExpr(t, DefaultOptions())), " ")
 	if want := "(max_over_time(kneewatch:replica_headroom_ratio:sustained[30s]) < 0) and on (replica, model, profile, namespace, pod, cluster) " +
 		"(max by (replica, model, profile, namespace, pod, cluster) (kneewatch_replica_headroom_ratio) < 0.2)"; expr != want {
 		t.Errorf("the shipped page is\n%s\nwant %s", expr, want)
+	}
+}
+
+// The quick arm reads its own average, over the same windows as the
+// sustained one but fewer requests, held as the level arm is; it goes with
+// either count at 0.
+func TestTheQuickArmReadsFewerRequests(t *testing.T) {
+	withQuick := func() Options {
+		o := DefaultOptions()
+		o.HeadroomExhausted.QuickRequests, o.HeadroomExhausted.QuickBelow = 30, -0.4
+		return o
+	}
+	groups, err := Generate(withQuick())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var quick string
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			if r.Record == RecordQuickHeadroom {
+				quick = strings.Join(strings.Fields(r.Expr), " ")
+			}
+		}
+	}
+	if !strings.Contains(quick, ">= 30") || strings.Contains(quick, ">= 100") {
+		t.Errorf("the quick average does not ask for 30 requests:\n%s", quick)
+	}
+	if expr := pageExpr(t, withQuick()); !strings.Contains(expr, "max_over_time(kneewatch:replica_headroom_ratio:quick[30s]) < -0.4") {
+		t.Errorf("the page has no quick arm held 30s:\n%s", expr)
+	}
+	for _, off := range []func(*Options){
+		func(o *Options) { o.HeadroomExhausted.QuickRequests = 0 },
+		func(o *Options) { o.HeadroomExhausted.SustainRequests = 0 },
+	} {
+		o := withQuick()
+		off(&o)
+		if expr := pageExpr(t, o); strings.Contains(expr, "quick") || strings.Contains(expr, "-0.4") {
+			t.Errorf("the quick arm stays on:\n%s", expr)
+		}
 	}
 }

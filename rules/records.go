@@ -60,6 +60,10 @@ const (
 // (HeadroomExhaustedOptions.SustainRequests).
 const RecordSustainedHeadroom = recordPrefix + "replica_headroom_ratio:sustained"
 
+// RecordQuickHeadroom names the recording rule of a replica's headroom
+// averaged over fewer finished requests (HeadroomExhaustedOptions.QuickRequests).
+const RecordQuickHeadroom = recordPrefix + "replica_headroom_ratio:quick"
+
 // burnWindows are every window the burn-rate alerts read, shortest first.
 func (o Options) burnWindows() []time.Duration {
 	var ws []time.Duration
@@ -167,17 +171,29 @@ func (g *generator) headroomGroup() *Group {
 	gr := g.group("kneewatch-headroom",
 		fmt.Sprintf("Headroom to the knee, %s\nthe shortest window that holds at least %d finished requests (the page's level and trend\n"+
 			"arms read it): at a few requests a second the one-window headroom swings with every long\n"+
-			"request; a latency percentile is judged over that many requests too.", how, o.SustainRequests),
-		[]rulefmt.Rule{g.record(recSustainedHeadroom, g.sustainedHeadroom())})
+			"request; a latency percentile is judged over that many requests too.%s", how, o.SustainRequests, quickText(o)),
+		[]rulefmt.Rule{g.record(recSustainedHeadroom, g.sustainedHeadroom(o.SustainRequests))})
+	if o.quickArm() {
+		gr.Rules = append(gr.Rules, g.record(RecordQuickHeadroom, g.sustainedHeadroom(o.QuickRequests)))
+	}
 	return &gr
+}
+
+// quickText describes the quick average in the headroom group's comment.
+func quickText(o HeadroomExhaustedOptions) string {
+	if !o.quickArm() {
+		return ""
+	}
+	return fmt.Sprintf("\nThe quick average is the same over at least %d requests (the page's quick arm): a step far\n"+
+		"past the knee needs fewer requests to tell from noise than one just past it.", o.QuickRequests)
 }
 
 // sustainedHeadroom is the ladder behind recSustainedHeadroom: for each
 // window but the last, the headroom averaged over it where the replica
-// finished at least SustainRequests requests in it; else over the last.
+// finished at least requests requests in it; else over the last.
 // A zero window is the exported headroom, already a mean over
 // SustainBaseWindow.
-func (g *generator) sustainedHeadroom() parser.Expr {
+func (g *generator) sustainedHeadroom(requests int) parser.Expr {
 	o := g.o.HeadroomExhausted
 	over := func(w time.Duration) parser.Expr {
 		if w == 0 {
@@ -201,7 +217,7 @@ func (g *generator) sustainedHeadroom() parser.Expr {
 			w = o.SustainBaseWindow
 		}
 		finished := pql.MaxBy(g.replicaBy(), pql.Call("increase", pql.Matrix(g.kw(catalog.MetricReplicaRequests), w)))
-		return pql.Binary(parser.GTE, finished, pql.Num(float64(o.SustainRequests)))
+		return pql.Binary(parser.GTE, finished, pql.Num(float64(requests)))
 	}
 	ws := o.SustainWindows
 	var arms []parser.Expr

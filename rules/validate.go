@@ -79,6 +79,15 @@ func (o Options) Validate() error {
 	if ex.SustainRequests < 0 {
 		p.add("HeadroomExhausted.SustainRequests", "%d must not be negative (0 reads the exported headroom as it is)", ex.SustainRequests)
 	}
+	switch {
+	case ex.QuickRequests < 0:
+		p.add("HeadroomExhausted.QuickRequests", "%d must not be negative (0 turns the quick arm off)", ex.QuickRequests)
+	case ex.SustainRequests > 0 && ex.QuickRequests >= ex.SustainRequests:
+		p.add("HeadroomExhausted.QuickRequests", "%d must be below HeadroomExhausted.SustainRequests (%d), or 0 (off)", ex.QuickRequests, ex.SustainRequests)
+	}
+	if ex.quickArm() && !(ex.QuickBelow < ex.Below) {
+		p.add("HeadroomExhausted.QuickBelow", "%v must be below HeadroomExhausted.Below (%v): fewer requests need a clearer reading", ex.QuickBelow, ex.Below)
+	}
 	if ex.RecoveredAbove != 0 && !(ex.RecoveredAbove > ex.Below && ex.RecoveredAbove <= 1) {
 		p.add("HeadroomExhausted.RecoveredAbove", "%v must be above HeadroomExhausted.Below (%v) and at most 1, or 0 (off)", ex.RecoveredAbove, ex.Below)
 	}

@@ -34,6 +34,12 @@ func TestInvalidOptionsAreRejectedNamingTheField(t *testing.T) {
 			"HeadroomExhausted.OverloadBelow: 0.1 must be below 0 (past the knee), or 0 to turn the overload arm off"},
 		{"a negative sustained request count", func(o *Options) { o.HeadroomExhausted.SustainRequests = -1 },
 			"HeadroomExhausted.SustainRequests: -1 must not be negative (0 reads the exported headroom as it is)"},
+		{"a negative quick request count", func(o *Options) { o.HeadroomExhausted.QuickRequests = -3 },
+			"HeadroomExhausted.QuickRequests: -3 must not be negative (0 turns the quick arm off)"},
+		{"a quick arm over more requests than the sustained one", func(o *Options) { o.HeadroomExhausted.QuickRequests = 150 },
+			"HeadroomExhausted.QuickRequests: 150 must be below HeadroomExhausted.SustainRequests (100), or 0 (off)"},
+		{"a quick arm that reads less past the knee than the level arm", func(o *Options) { o.HeadroomExhausted.QuickRequests, o.HeadroomExhausted.QuickBelow = 30, 0 },
+			"HeadroomExhausted.QuickBelow: 0 must be below HeadroomExhausted.Below (0): fewer requests need a clearer reading"},
 		{"sustained windows out of order", func(o *Options) {
 			o.HeadroomExhausted.SustainRequests = 100
 			o.HeadroomExhausted.SustainWindows = []time.Duration{0, 5 * time.Minute, 2 * time.Minute}

@@ -55,20 +55,25 @@ func variantRules(variants []PageVariant) (rulefmt.RuleGroup, error) {
 		if err != nil {
 			return g, fmt.Errorf("page variant %s: %w", v.Name, err)
 		}
-		// A page that reads the sustained headroom brings its recording
-		// rule, renamed per variant (variants may average differently).
-		sustained := rules.RecordSustainedHeadroom
-		renamed := fmt.Sprintf("%s:variant%d", sustained, i)
+		// A page that reads the sustained (and quick) headroom brings its
+		// recording rules, renamed per variant (variants may average
+		// differently).
+		rename := func(expr string) string {
+			for _, rec := range []string{rules.RecordSustainedHeadroom, rules.RecordQuickHeadroom} {
+				expr = strings.ReplaceAll(expr, rec, fmt.Sprintf("%s:variant%d", rec, i))
+			}
+			return expr
+		}
 		found := false
 		for _, gr := range groups {
 			for _, r := range gr.Rules {
 				switch {
-				case r.Record == sustained:
-					r.Record = renamed
+				case r.Record == rules.RecordSustainedHeadroom || r.Record == rules.RecordQuickHeadroom:
+					r.Record = rename(r.Record)
 					g.Rules = append(g.Rules, r)
 				case r.Alert == rules.AlertHeadroomExhausted:
 					r.Alert = variantAlert(v)
-					r.Expr = strings.ReplaceAll(r.Expr, sustained, renamed)
+					r.Expr = rename(r.Expr)
 					g.Rules = append(g.Rules, r)
 					found = true
 				case r.Alert == rules.AlertPastKnee && v.PastKnee != nil:

@@ -75,6 +75,52 @@ func tuneVariants() []PageVariant {
 			{Name: "L3 windows to 20m", Options: sustain(def.HeadroomExhausted.SustainRequests, 0, 0, 2*m, 3*m, 5*m, 7*m, 10*m, 15*m, 20*m), PastKnee: pk},
 		}
 	}
+	// KNEEWATCH_TUNE_QUICK: a quick arm beside the level arm (fewer
+	// requests, further past the knee). On the tune half (132, 46 safe;
+	// 2026-12-06), safe paged, early of 19, abrupt of 52, false pages in
+	// all, against the shipped 2, 16, 49, 15: 50 requests under -15% 3,
+	// 17, 51, 18; under -25% 3, 17, 51, 18; 30 under -25% 4, 17, 51, 20;
+	// 30 under -40% 2, 16, 51, 17. On the tune scenarios drawn 264 strong
+	// that are not in it (KNEEWATCH_TUNE_SIZE=264 KNEEWATCH_TUNE_NEW=1;
+	// 87 safe, 44 early-possible, 92 abrupt), against 8, 36, 91, 32: 50
+	// under -25% 8, 38, 91, 32; under -35% 8, 37, 91, 32; 40 under -30%
+	// 9, 40, 91, 34; 30 under -40% 9, 41, 91, 34. 30 under -40% was then
+	// the default for one bench run: on the test half it paged 7 of 46
+	// safe scenarios instead of 4 (rules.DefaultOptions says why), so it
+	// stays an option.
+	if os.Getenv("KNEEWATCH_TUNE_QUICK") != "" {
+		quick := func(requests int, below float64) rules.HeadroomExhaustedOptions {
+			o := def.HeadroomExhausted
+			o.QuickRequests, o.QuickBelow = requests, below
+			return o
+		}
+		return []PageVariant{
+			{Name: "Q50/25 50 requests under -0.25", Options: quick(50, -0.25), PastKnee: pk},
+			{Name: "Q50/35 50 requests under -0.35", Options: quick(50, -0.35), PastKnee: pk},
+			{Name: "Q40/30 40 requests under -0.3", Options: quick(40, -0.3), PastKnee: pk},
+			{Name: "Q30/40 30 requests under -0.4", Options: quick(30, -0.4), PastKnee: pk},
+		}
+	}
+	// KNEEWATCH_TUNE_OVERLOAD: the overload arm (the last evaluation
+	// window's headroom, however few requests it holds). On the tune half
+	// (132, 46 safe; 2026-12-06) against the shipped page (safe paged 2,
+	// 2 false pages in them and 15 in all, early 16 of 19, abrupt 49 of
+	// 52): at -0.25 safe paged 12 (22 false pages, 44 in all), early 18,
+	// abrupt 51; at -0.35 10 (18, 41), 17, 51; at -0.5 8 (12, 34), 17,
+	// 51. The oracle at -0.5 paged 6 safe scenarios: a minute of a
+	// low-rate replica's load swings half the knee either way.
+	if os.Getenv("KNEEWATCH_TUNE_OVERLOAD") != "" {
+		over := func(below float64) rules.HeadroomExhaustedOptions {
+			o := def.HeadroomExhausted
+			o.OverloadBelow = below
+			return o
+		}
+		return []PageVariant{
+			{Name: "O25 overload arm at -0.25", Options: over(-0.25), PastKnee: pk},
+			{Name: "O35 overload arm at -0.35", Options: over(-0.35), PastKnee: pk},
+			{Name: "O50 overload arm at -0.5", Options: over(-0.5), PastKnee: pk},
+		}
+	}
 	if os.Getenv("KNEEWATCH_TUNE_FEWER") != "" {
 		return []PageVariant{
 			{Name: "R50 50 requests", Options: sustain(50, 0), PastKnee: pk},
