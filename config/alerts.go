@@ -74,6 +74,13 @@ type HeadroomExhausted struct {
 	// reads is averaged over, at least (0: the exported headroom, a mean
 	// over serve's evaluation window).
 	SustainRequests int `yaml:"sustain_requests"`
+	// QuickRequests and QuickBelow are the page's quick arm: headroom
+	// averaged over at least QuickRequests finished requests, in a window
+	// of 2 minutes or more, under QuickBelow for Hold, so a step far past
+	// the knee at a few requests a minute pages before the average over
+	// SustainRequests takes it in (off when either count is 0).
+	QuickRequests int     `yaml:"quick_requests"`
+	QuickBelow    float64 `yaml:"quick_below"`
 	// RecoveredAbove keeps the page quiet while the headroom of serve's
 	// last evaluation window is at or above it, however long the average
 	// over SustainRequests still remembers a surge (0: off).
@@ -133,6 +140,8 @@ func DefaultAlerts() Alerts {
 			For:             0,
 			Hold:            Duration(30 * time.Second),
 			SustainRequests: 100,
+			QuickRequests:   50,
+			QuickBelow:      -0.25,
 			RecoveredAbove:  0.2,
 			PredictWindow:   0,
 			PredictConfirm:  0,
@@ -166,6 +175,15 @@ func (a Alerts) validate(p *strictyaml.List) {
 	}
 	if e.SustainRequests < 0 {
 		p.Add(path+".headroom_exhausted.sustain_requests", "%d must not be negative (0 reads the exported headroom as it is)", e.SustainRequests)
+	}
+	switch {
+	case e.QuickRequests < 0:
+		p.Add(path+".headroom_exhausted.quick_requests", "%d must not be negative (0 turns the quick arm off)", e.QuickRequests)
+	case e.SustainRequests > 0 && e.QuickRequests >= e.SustainRequests:
+		p.Add(path+".headroom_exhausted.quick_requests", "%d must be below headroom_exhausted.sustain_requests (%d), or 0 (off)", e.QuickRequests, e.SustainRequests)
+	}
+	if e.QuickRequests > 0 && e.SustainRequests > 0 && !(e.QuickBelow < e.Below) {
+		p.Add(path+".headroom_exhausted.quick_below", "%v must be below headroom_exhausted.below (%v): fewer requests need a clearer reading", e.QuickBelow, e.Below)
 	}
 	if pk := a.PastKnee; (e.Below >= 0 && e.Below < 1) && !(pk.Below <= e.Below && pk.Below > -1) {
 		p.Add(path+".past_knee.below", "%v must be in (-1, headroom_exhausted.below (%v)]: it pages on a replica at or past its knee", pk.Below, e.Below)

@@ -38,6 +38,8 @@ func TestLoadRejectsInvalidConfigs(t *testing.T) {
 			"testdata/invalid-alerts-recovered-above.yml: line 5: alerts.headroom_exhausted.recovered_above: 0.1 must be above headroom_exhausted.below (0.1) and at most 1, or 0 (off)"},
 		{"rejects a negative request count", "invalid-alerts-sustain-requests.yml",
 			"testdata/invalid-alerts-sustain-requests.yml: line 4: alerts.headroom_exhausted.sustain_requests: -5 must not be negative (0 reads the exported headroom as it is)"},
+		{"rejects a quick arm over as many requests as the sustained one", "invalid-alerts-quick-requests.yml",
+			"testdata/invalid-alerts-quick-requests.yml: line 5: alerts.headroom_exhausted.quick_requests: 100 must be below headroom_exhausted.sustain_requests (100), or 0 (off)"},
 		{"rejects a zero span of failing probes", "invalid-alerts-probes-all-failing-for.yml",
 			"testdata/invalid-alerts-probes-all-failing-for.yml: line 4: alerts.probes_failing.all_failing_for: must be above 0 (the span with no successful probe that pages), got 0s"},
 		{"rejects a zero probe success threshold", "invalid-alerts-probe-success.yml",

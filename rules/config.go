@@ -31,6 +31,8 @@ func FromConfig(a config.Alerts, evaluationWindow time.Duration) (Options, error
 	o.HeadroomExhausted.BelowHold = a.HeadroomExhausted.Hold.D()
 	o.HeadroomExhausted.SustainRequests = a.HeadroomExhausted.SustainRequests
 	o.HeadroomExhausted.RecoveredAbove = a.HeadroomExhausted.RecoveredAbove
+	o.HeadroomExhausted.QuickRequests = a.HeadroomExhausted.QuickRequests
+	o.HeadroomExhausted.QuickBelow = a.HeadroomExhausted.QuickBelow
 	o.HeadroomExhausted.SustainBaseWindow = evaluationWindow
 	o.PastKnee.Below = a.PastKnee.Below
 	o.PastKnee.For = a.PastKnee.For.D()
@@ -97,6 +99,8 @@ var configNames = func() *strings.Replacer {
 		{"HeadroomExhausted.SustainBaseWindow", "--evaluation.window"},
 		{"HeadroomExhausted.SustainRequests", "alerts.headroom_exhausted.sustain_requests"},
 		{"HeadroomExhausted.RecoveredAbove", "alerts.headroom_exhausted.recovered_above"},
+		{"HeadroomExhausted.QuickRequests", "alerts.headroom_exhausted.quick_requests"},
+		{"HeadroomExhausted.QuickBelow", "alerts.headroom_exhausted.quick_below"},
 		{"HeadroomExhausted.PredictConfirm", "alerts.headroom_exhausted.predict_confirm"},
 		{"HeadroomExhausted.PredictHorizon", "alerts.headroom_exhausted.predict_window"},
 		{"HeadroomExhausted.KeepFiringFor", "alerts.headroom_exhausted.keep_firing_for"},

@@ -50,7 +50,7 @@ func exampleConfigOptions(t testing.TB) Options {
 // than its default.
 const changedAlerts = `alerts:
   headroom_low: {below: 0.3, for: 20m}
-  headroom_exhausted: {below: 0.1, for: 30s, hold: 1m, sustain_requests: 50, predict_window: 5m, predict_guard: 0.25}
+  headroom_exhausted: {below: 0.1, for: 30s, hold: 1m, sustain_requests: 50, quick_requests: 20, quick_below: -0.3, predict_window: 5m, predict_guard: 0.25}
   slo_objective: 0.995
   kv_pressure: {margin: 0.1, preemptions_per_second: 2, for: 1m}
   probes_failing: {success_warning: 0.8, for: 3m, all_failing_for: 2m}
@@ -76,6 +76,7 @@ func TestFromConfigAppliesEveryAlertSetting(t *testing.T) {
 				o.HeadroomExhausted.For = 30 * time.Second
 				o.HeadroomExhausted.BelowHold = time.Minute
 				o.HeadroomExhausted.SustainRequests = 50
+				o.HeadroomExhausted.QuickRequests, o.HeadroomExhausted.QuickBelow = 20, -0.3
 				o.HeadroomExhausted.SustainBaseWindow = 10 * time.Second
 				o.HeadroomExhausted.PredictHorizon = 5 * time.Minute
 				o.HeadroomExhausted.PredictBelow = 0.25
@@ -133,6 +134,8 @@ func TestConfiguredValuesReachTheRenderedRules(t *testing.T) {
 		{"the page threshold and hold, prediction horizon and guard, and its for", AlertHeadroomExhausted,
 			[]string{"max_over_time(kneewatch:replica_headroom_ratio:sustained[1m]) < 0.1", "kneewatch:replica_headroom_ratio:sustained < 0.25", "[5m], 300)"}, "30s"},
 		{"the page's request count in the sustained headroom", RecordSustainedHeadroom, []string{">= 50"}, "0s"},
+		{"the quick arm's threshold and hold", AlertHeadroomExhausted, []string{"max_over_time(kneewatch:replica_headroom_ratio:quick[1m]) < -0.3"}, "30s"},
+		{"the quick arm's request count in its headroom", RecordQuickHeadroom, []string{">= 20"}, "0s"},
 		{"the SLO objective's error budget in the fast burn", AlertGoodputSLOBurnFast, []string{"14.4 * 0.005"}, "2m"},
 		{"the SLO objective's error budget in the slow burn", AlertGoodputSLOBurnSlow, []string{"3 * 0.005"}, "15m"},
 		{"the KV margin and preemption rate, and their for", AlertKVCachePressure, []string{"+ 0.1", "> 2"}, "1m"},

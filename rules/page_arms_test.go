@@ -53,12 +53,15 @@ func TestAZeroHorizonTurnsTheTrendArmOff(t *testing.T) {
 }
 
 // The shipped page reads the headroom averaged over 100 requests, past the
-// knee for 30s while the last window's is under 20%, with no trend arm
-// and no quick arm (see DefaultOptions).
+// knee for 30s, or averaged over 50 requests, 25% past it for 30s, each
+// while the last window's is under 20%, with no trend arm (see
+// DefaultOptions).
 func TestTheShippedPageIsTheSustainedHeadroomPastTheKnee(t *testing.T) {
 	expr := strings.Join(strings.Fields(pageExpr(t, DefaultOptions())), " ")
-	if want := "(max_over_time(kneewatch:replica_headroom_ratio:sustained[30s]) < 0) and on (replica, model, profile, namespace, pod, cluster) " +
-		"(max by (replica, model, profile, namespace, pod, cluster) (kneewatch_replica_headroom_ratio) < 0.2)"; expr != want {
+	recovered := " and on (replica, model, profile, namespace, pod, cluster) " +
+		"(max by (replica, model, profile, namespace, pod, cluster) (kneewatch_replica_headroom_ratio) < 0.2)"
+	if want := "( (max_over_time(kneewatch:replica_headroom_ratio:sustained[30s]) < 0)" + recovered + " ) or " +
+		"( (max_over_time(kneewatch:replica_headroom_ratio:quick[30s]) < -0.25)" + recovered + " )"; expr != want {
 		t.Errorf("the shipped page is\n%s\nwant %s", expr, want)
 	}
 }
@@ -86,6 +89,11 @@ func TestTheQuickArmReadsFewerRequests(t *testing.T) {
 	}
 	if !strings.Contains(quick, ">= 30") || strings.Contains(quick, ">= 100") {
 		t.Errorf("the quick average does not ask for 30 requests:\n%s", quick)
+	}
+	// The shipped quick average starts at 2 minutes: from the last minute
+	// it was the last minute's headroom alone at 0.5 requests/s and more.
+	if strings.Contains(quick, "kneewatch_replica_requests_total[1m]") || !strings.Contains(quick, "kneewatch_replica_requests_total[2m]") {
+		t.Errorf("the quick average reads the last minute, or not 2 minutes:\n%s", quick)
 	}
 	if expr := pageExpr(t, withQuick()); !strings.Contains(expr, "max_over_time(kneewatch:replica_headroom_ratio:quick[30s]) < -0.4") {
 		t.Errorf("the page has no quick arm held 30s:\n%s", expr)

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -172,9 +173,13 @@ func (g *generator) headroomGroup() *Group {
 		fmt.Sprintf("Headroom to the knee, %s\nthe shortest window that holds at least %d finished requests (the page's level and trend\n"+
 			"arms read it): at a few requests a second the one-window headroom swings with every long\n"+
 			"request; a latency percentile is judged over that many requests too.%s", how, o.SustainRequests, quickText(o)),
-		[]rulefmt.Rule{g.record(recSustainedHeadroom, g.sustainedHeadroom(o.SustainRequests))})
+		[]rulefmt.Rule{g.record(recSustainedHeadroom, g.sustainedHeadroom(o.SustainRequests, o.SustainWindows))})
 	if o.quickArm() {
-		gr.Rules = append(gr.Rules, g.record(RecordQuickHeadroom, g.sustainedHeadroom(o.QuickRequests)))
+		ws := o.SustainWindows
+		if len(o.QuickWindows) > 0 {
+			ws = o.QuickWindows
+		}
+		gr.Rules = append(gr.Rules, g.record(RecordQuickHeadroom, g.sustainedHeadroom(o.QuickRequests, ws)))
 	}
 	return &gr
 }
@@ -184,8 +189,13 @@ func quickText(o HeadroomExhaustedOptions) string {
 	if !o.quickArm() {
 		return ""
 	}
-	return fmt.Sprintf("\nThe quick average is the same over at least %d requests (the page's quick arm): a step far\n"+
-		"past the knee needs fewer requests to tell from noise than one just past it.", o.QuickRequests)
+	ws := o.SustainWindows
+	if len(o.QuickWindows) > 0 {
+		ws = o.QuickWindows
+	}
+	return fmt.Sprintf("\nThe quick average is the same over at least %d requests, in a window of %s to %s (the page's\n"+
+		"quick arm): a step far past the knee needs fewer requests to tell from noise than one just past it.",
+		o.QuickRequests, dur(cmp.Or(ws[0], o.SustainBaseWindow)), dur(ws[len(ws)-1]))
 }
 
 // sustainedHeadroom is the ladder behind recSustainedHeadroom: for each
@@ -193,7 +203,7 @@ func quickText(o HeadroomExhaustedOptions) string {
 // finished at least requests requests in it; else over the last.
 // A zero window is the exported headroom, already a mean over
 // SustainBaseWindow.
-func (g *generator) sustainedHeadroom(requests int) parser.Expr {
+func (g *generator) sustainedHeadroom(requests int, ws []time.Duration) parser.Expr {
 	o := g.o.HeadroomExhausted
 	over := func(w time.Duration) parser.Expr {
 		if w == 0 {
@@ -219,7 +229,6 @@ func (g *generator) sustainedHeadroom(requests int) parser.Expr {
 		finished := pql.MaxBy(g.replicaBy(), pql.Call("increase", pql.Matrix(g.kw(catalog.MetricReplicaRequests), w)))
 		return pql.Binary(parser.GTE, finished, pql.Num(float64(requests)))
 	}
-	ws := o.SustainWindows
 	var arms []parser.Expr
 	for _, w := range ws[:len(ws)-1] {
 		arms = append(arms, pql.And(over(w), enough(w), pql.On(g.replicaBy()...)))

@@ -67,6 +67,13 @@ func headroomExhaustedParameters(h HeadroomExhaustedOptions) []string {
 			ps = append(ps, pct(h.RecoveredAbove))
 		}
 	}
+	if h.quickArm() {
+		// The quick arm's threshold is stated as how far past the knee.
+		ps = append(ps, fmt.Sprintf("%d requests", h.QuickRequests), pct(-h.QuickBelow))
+		if len(h.QuickWindows) > 0 {
+			ps = append(ps, dur(h.QuickWindows[0]))
+		}
+	}
 	if h.PredictHorizon > 0 {
 		ps = append(ps, pct(h.PredictBelow), dur(h.PredictLookback), dur(h.PredictHorizon))
 	}

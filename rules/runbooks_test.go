@@ -139,8 +139,12 @@ func TestRunbooksStateTheRulesNumbers(t *testing.T) {
 func TestRunbookNumbersFollowTheOptions(t *testing.T) {
 	o := DefaultOptions()
 	o.HeadroomExhausted.For = 7 * time.Minute
-	if got := RunbookParameters(o)[AlertHeadroomExhausted]; !slices.Contains(got, "7m") || slices.Contains(got, "2m") {
+	if got := RunbookParameters(o)[AlertHeadroomExhausted]; !slices.Contains(got, "7m") {
 		t.Errorf("with HeadroomExhausted.For 7m the runbook parameters are %v", got)
+	}
+	o.HeadroomExhausted.QuickRequests = 0
+	if got := RunbookParameters(o)[AlertHeadroomExhausted]; slices.Contains(got, "50 requests") || slices.Contains(got, "25%") {
+		t.Errorf("without the quick arm the runbook parameters are %v", got)
 	}
 }
 

@@ -85,6 +85,9 @@ func (o Options) Validate() error {
 	case ex.SustainRequests > 0 && ex.QuickRequests >= ex.SustainRequests:
 		p.add("HeadroomExhausted.QuickRequests", "%d must be below HeadroomExhausted.SustainRequests (%d), or 0 (off)", ex.QuickRequests, ex.SustainRequests)
 	}
+	if len(ex.QuickWindows) == 1 || slices.Contains(ex.QuickWindows, 0) || !slices.IsSorted(ex.QuickWindows) || len(slices.Compact(slices.Clone(ex.QuickWindows))) != len(ex.QuickWindows) {
+		p.add("HeadroomExhausted.QuickWindows", "%v must be ascending, above 0 and at least two, or none (SustainWindows)", ex.QuickWindows)
+	}
 	if ex.quickArm() && !(ex.QuickBelow < ex.Below) {
 		p.add("HeadroomExhausted.QuickBelow", "%v must be below HeadroomExhausted.Below (%v): fewer requests need a clearer reading", ex.QuickBelow, ex.Below)
 	}

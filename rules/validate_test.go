@@ -40,6 +40,9 @@ func TestInvalidOptionsAreRejectedNamingTheField(t *testing.T) {
 			"HeadroomExhausted.QuickRequests: 150 must be below HeadroomExhausted.SustainRequests (100), or 0 (off)"},
 		{"a quick arm that reads less past the knee than the level arm", func(o *Options) { o.HeadroomExhausted.QuickRequests, o.HeadroomExhausted.QuickBelow = 30, 0 },
 			"HeadroomExhausted.QuickBelow: 0 must be below HeadroomExhausted.Below (0): fewer requests need a clearer reading"},
+		{"quick windows with the exported headroom's", func(o *Options) {
+			o.HeadroomExhausted.QuickWindows = []time.Duration{0, 2 * time.Minute}
+		}, "HeadroomExhausted.QuickWindows: [0s 2m0s] must be ascending, above 0 and at least two, or none (SustainWindows)"},
 		{"sustained windows out of order", func(o *Options) {
 			o.HeadroomExhausted.SustainRequests = 100
 			o.HeadroomExhausted.SustainWindows = []time.Duration{0, 5 * time.Minute, 2 * time.Minute}

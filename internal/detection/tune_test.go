@@ -86,13 +86,35 @@ func tuneVariants() []PageVariant {
 	// under -25% 8, 38, 91, 32; under -35% 8, 37, 91, 32; 40 under -30%
 	// 9, 40, 91, 34; 30 under -40% 9, 41, 91, 34. 30 under -40% was then
 	// the default for one bench run: on the test half it paged 7 of 46
-	// safe scenarios instead of 4 (rules.DefaultOptions says why), so it
-	// stays an option.
+	// safe scenarios instead of 4 (rules.DefaultOptions says why).
+	// KNEEWATCH_TUNE_QUICK=2m reads it from 2 minutes up (on the tune
+	// half: 30 under -40% no change; 30 under -30% 3, 17, 49, 16; 50
+	// under -25% 2, 17, 49, 15), and =2m-new on the larger draw (50 under
+	// -25% 8, 38, 91, 32; under -20% 8, 39, 91, 33; 70 under -15% 8, 39,
+	// 91, 32). 50 under -25% from 2 minutes is the default.
 	if os.Getenv("KNEEWATCH_TUNE_QUICK") != "" {
 		quick := func(requests int, below float64) rules.HeadroomExhaustedOptions {
 			o := def.HeadroomExhausted
 			o.QuickRequests, o.QuickBelow = requests, below
 			return o
+		}
+		from2m := func(o rules.HeadroomExhaustedOptions) rules.HeadroomExhaustedOptions {
+			o.QuickWindows = []time.Duration{2 * time.Minute, 5 * time.Minute, 10 * time.Minute}
+			return o
+		}
+		if os.Getenv("KNEEWATCH_TUNE_QUICK") == "2m-new" {
+			return []PageVariant{
+				{Name: "Q2m50/25 from 2m, 50 requests under -0.25", Options: from2m(quick(50, -0.25)), PastKnee: pk},
+				{Name: "Q2m50/20 from 2m, 50 requests under -0.2", Options: from2m(quick(50, -0.2)), PastKnee: pk},
+				{Name: "Q2m70/15 from 2m, 70 requests under -0.15", Options: from2m(quick(70, -0.15)), PastKnee: pk},
+			}
+		}
+		if os.Getenv("KNEEWATCH_TUNE_QUICK") == "2m" {
+			return []PageVariant{
+				{Name: "Q2m30/40 from 2m, 30 requests under -0.4", Options: from2m(quick(30, -0.4)), PastKnee: pk},
+				{Name: "Q2m30/30 from 2m, 30 requests under -0.3", Options: from2m(quick(30, -0.3)), PastKnee: pk},
+				{Name: "Q2m50/25 from 2m, 50 requests under -0.25", Options: from2m(quick(50, -0.25)), PastKnee: pk},
+			}
 		}
 		return []PageVariant{
 			{Name: "Q50/25 50 requests under -0.25", Options: quick(50, -0.25), PastKnee: pk},

@@ -32,6 +32,16 @@ fails the install instead of a kneewatch pod that crash-loops on it.
 {{- if lt $sustain (int64 0) }}
 {{- $e = append $e (printf "config.alerts.headroom_exhausted.sustain_requests: %d must not be negative (0 reads the exported headroom as it is)" $sustain) }}
 {{- end }}
+{{- $quick := int64 $p.headroom_exhausted_quick_requests.value }}
+{{- if lt $quick (int64 0) }}
+{{- $e = append $e (printf "config.alerts.headroom_exhausted.quick_requests: %d must not be negative (0 turns the quick arm off)" $quick) }}
+{{- else if and (gt $sustain (int64 0)) (ge $quick $sustain) }}
+{{- $e = append $e (printf "config.alerts.headroom_exhausted.quick_requests: %d must be below headroom_exhausted.sustain_requests (%d), or 0 (off)" $quick $sustain) }}
+{{- end }}
+{{- $quickBelow := $p.headroom_exhausted_quick_below.value }}
+{{- if and $belowOK (gt $quick (int64 0)) (gt $sustain (int64 0)) (not (lt $quickBelow $below)) }}
+{{- $e = append $e (printf "config.alerts.headroom_exhausted.quick_below: %v must be below headroom_exhausted.below (%v): fewer requests need a clearer reading" $quickBelow $below) }}
+{{- end }}
 {{- $knee := $p.past_knee_below.value }}
 {{- if and $belowOK (not (and (le $knee $below) (gt $knee -1.0))) }}
 {{- $e = append $e (printf "config.alerts.past_knee.below: %v must be in (-1, headroom_exhausted.below (%v)]: it pages on a replica at or past its knee" $knee $below) }}

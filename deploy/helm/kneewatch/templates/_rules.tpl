@@ -129,6 +129,8 @@ Each helper returns a JSON object; zero is true for a value of 0.
 {{- $_ := set $p "headroom_exhausted_for" (include "kneewatch.rules.duration" (dict "values" .Values "path" "config.alerts.headroom_exhausted.for" "default" "0s") | fromJson) }}
 {{- $_ := set $p "headroom_exhausted_hold" (include "kneewatch.rules.duration" (dict "values" .Values "path" "config.alerts.headroom_exhausted.hold" "default" "30s") | fromJson) }}
 {{- $_ := set $p "headroom_exhausted_sustain_requests" (include "kneewatch.rules.count" (dict "values" .Values "path" "config.alerts.headroom_exhausted.sustain_requests" "default" 100) | fromJson) }}
+{{- $_ := set $p "headroom_exhausted_quick_requests" (include "kneewatch.rules.count" (dict "values" .Values "path" "config.alerts.headroom_exhausted.quick_requests" "default" 50) | fromJson) }}
+{{- $_ := set $p "headroom_exhausted_quick_below" (include "kneewatch.rules.ratio" (dict "values" .Values "path" "config.alerts.headroom_exhausted.quick_below" "default" -0.25) | fromJson) }}
 {{- $_ := set $p "headroom_exhausted_recovered_above" (include "kneewatch.rules.ratio" (dict "values" .Values "path" "config.alerts.headroom_exhausted.recovered_above" "default" 0.2) | fromJson) }}
 {{- $_ := set $p "headroom_exhausted_predict_window" (include "kneewatch.rules.duration" (dict "values" .Values "path" "config.alerts.headroom_exhausted.predict_window" "default" "0s") | fromJson) }}
 {{- $_ := set $p "headroom_exhausted_predict_confirm" (include "kneewatch.rules.duration" (dict "values" .Values "path" "config.alerts.headroom_exhausted.predict_confirm" "default" "0s") | fromJson) }}
@@ -160,6 +162,9 @@ config.alerts.headroom_exhausted.hold: {{ $p.headroom_exhausted_hold.dur }} take
 {{- end }}
 {{- if $p.headroom_exhausted_sustain_requests.zero }}
 config.alerts.headroom_exhausted.sustain_requests: {{ $p.headroom_exhausted_sustain_requests.int }} makes the page read the exported headroom and leaves the kneewatch-headroom group out
+{{- end }}
+{{- if $p.headroom_exhausted_quick_requests.zero }}
+config.alerts.headroom_exhausted.quick_requests: {{ $p.headroom_exhausted_quick_requests.int }} takes the quick arm out of the page and its recording rule out of the kneewatch-headroom group
 {{- end }}
 {{- if $p.headroom_exhausted_recovered_above.zero }}
 config.alerts.headroom_exhausted.recovered_above: {{ $p.headroom_exhausted_recovered_above.text }} takes the recovery guard out of the page's level arm
@@ -633,6 +638,8 @@ groups:
   # the shortest window that holds at least {{ $p.headroom_exhausted_sustain_requests.int }} finished requests (the page's level and trend
   # arms read it): at a few requests a second the one-window headroom swings with every long
   # request; a latency percentile is judged over that many requests too.
+  # The quick average is the same over at least {{ $p.headroom_exhausted_quick_requests.int }} requests, in a window of 2m to 10m (the page's
+  # quick arm): a step far past the knee needs fewer requests to tell from noise than one just past it.
   - name: kneewatch-headroom
     rules:
       - record: kneewatch:replica_headroom_ratio:sustained
@@ -697,6 +704,71 @@ groups:
                       )
                     >=
                       {{ $p.headroom_exhausted_sustain_requests.int }}
+                  )
+              )
+          )
+          or
+          (
+              1
+            -
+              max by (replica, model, profile, namespace, pod, cluster) (
+                  avg_over_time(kneewatch_replica_knee_load_ratio[10m])
+                and
+                  (
+                      count_over_time(kneewatch_replica_knee_load_ratio[10m])
+                    >= ignoring (dimension) group_left ()
+                      count_over_time(kneewatch_replica_headroom_ratio[10m])
+                  )
+              )
+          )
+      - record: kneewatch:replica_headroom_ratio:quick
+        expr: |-
+          (
+              (
+                  (
+                      1
+                    -
+                      max by (replica, model, profile, namespace, pod, cluster) (
+                          avg_over_time(kneewatch_replica_knee_load_ratio[2m])
+                        and
+                          (
+                              count_over_time(kneewatch_replica_knee_load_ratio[2m])
+                            >= ignoring (dimension) group_left ()
+                              count_over_time(kneewatch_replica_headroom_ratio[2m])
+                          )
+                      )
+                  )
+                and on (replica, model, profile, namespace, pod, cluster)
+                  (
+                      max by (replica, model, profile, namespace, pod, cluster) (
+                        increase(kneewatch_replica_requests_total[2m])
+                      )
+                    >=
+                      {{ $p.headroom_exhausted_quick_requests.int }}
+                  )
+              )
+            or
+              (
+                  (
+                      1
+                    -
+                      max by (replica, model, profile, namespace, pod, cluster) (
+                          avg_over_time(kneewatch_replica_knee_load_ratio[5m])
+                        and
+                          (
+                              count_over_time(kneewatch_replica_knee_load_ratio[5m])
+                            >= ignoring (dimension) group_left ()
+                              count_over_time(kneewatch_replica_headroom_ratio[5m])
+                          )
+                      )
+                  )
+                and on (replica, model, profile, namespace, pod, cluster)
+                  (
+                      max by (replica, model, profile, namespace, pod, cluster) (
+                        increase(kneewatch_replica_requests_total[5m])
+                      )
+                    >=
+                      {{ $p.headroom_exhausted_quick_requests.int }}
                   )
               )
           )
@@ -804,12 +876,24 @@ groups:
           summary: Replica {{`{{ $labels.replica }}`}} is within {{ $p.headroom_low_below.pct }} of its knee
       - alert: KneewatchHeadroomExhausted
         expr: |-
-          (max_over_time(kneewatch:replica_headroom_ratio:sustained[{{ $p.headroom_exhausted_hold.dur }}]) < {{ $p.headroom_exhausted_below.num }})
-          and on (replica, model, profile, namespace, pod, cluster)
           (
-              max by (replica, model, profile, namespace, pod, cluster) (kneewatch_replica_headroom_ratio)
-            <
-              {{ $p.headroom_exhausted_recovered_above.num }}
+              (max_over_time(kneewatch:replica_headroom_ratio:sustained[{{ $p.headroom_exhausted_hold.dur }}]) < {{ $p.headroom_exhausted_below.num }})
+            and on (replica, model, profile, namespace, pod, cluster)
+              (
+                  max by (replica, model, profile, namespace, pod, cluster) (kneewatch_replica_headroom_ratio)
+                <
+                  {{ $p.headroom_exhausted_recovered_above.num }}
+              )
+          )
+          or
+          (
+              (max_over_time(kneewatch:replica_headroom_ratio:quick[{{ $p.headroom_exhausted_hold.dur }}]) < {{ $p.headroom_exhausted_quick_below.num }})
+            and on (replica, model, profile, namespace, pod, cluster)
+              (
+                  max by (replica, model, profile, namespace, pod, cluster) (kneewatch_replica_headroom_ratio)
+                <
+                  {{ $p.headroom_exhausted_recovered_above.num }}
+              )
           )
 {{- if not $p.headroom_exhausted_for.zero }}
         for: {{ $p.headroom_exhausted_for.dur }}
@@ -821,7 +905,7 @@ groups:
           severity: critical
         annotations:
           dashboard_url: /d/kneewatch-replica?var-model={{`{{ $labels.model | urlquery }}`}}&var-replica={{`{{ $labels.replica | urlquery }}`}}
-          description: 'Headroom (averaged over at least {{ $p.headroom_exhausted_sustain_requests.int }} requests) of replica {{`{{ $labels.replica }}`}} (model {{`{{ $labels.model }}`}}) to its knee is {{`{{ $value | humanizePercentage }}`}}: under {{ $p.headroom_exhausted_below.pct }} for {{ $p.headroom_exhausted_hold.dur }} while the last evaluation window''s is under {{ $p.headroom_exhausted_recovered_above.pct }}{{ if not ($p.headroom_exhausted_for.zero) }}, for {{ $p.headroom_exhausted_for.dur }}{{ end }}. Latency SLOs break next: scale out or shed load now.'
+          description: 'Headroom (averaged over at least {{ $p.headroom_exhausted_sustain_requests.int }} requests) of replica {{`{{ $labels.replica }}`}} (model {{`{{ $labels.model }}`}}) to its knee is {{`{{ $value | humanizePercentage }}`}}: under {{ $p.headroom_exhausted_below.pct }} for {{ $p.headroom_exhausted_hold.dur }} while the last evaluation window''s is under {{ $p.headroom_exhausted_recovered_above.pct }}, or under {{ $p.headroom_exhausted_quick_below.pct }} averaged over at least {{ $p.headroom_exhausted_quick_requests.int }} requests{{ if not ($p.headroom_exhausted_for.zero) }}, for {{ $p.headroom_exhausted_for.dur }}{{ end }}. Latency SLOs break next: scale out or shed load now.'
           runbook_url: https://github.com/kneewatch/kneewatch/blob/main/docs/runbooks/KneewatchHeadroomExhausted.md
           summary: Replica {{`{{ $labels.replica }}`}} is at its knee
       - alert: KneewatchPastKnee

@@ -157,11 +157,13 @@ func drawAlertValues(r *rand.Rand) map[string]any {
 	if r.IntN(3) > 0 {
 		knee = between(-1, below)
 	}
+	sustain := 2 + r.IntN(100000)
 	a := map[string]any{
 		"headroom_low": map[string]any{"below": low, "for": duration(true)},
 		"headroom_exhausted": map[string]any{
 			"below": below, "for": duration(true), "hold": rangeDuration(),
-			"sustain_requests": 1 + r.IntN(100000), "recovered_above": between(below, 1),
+			"sustain_requests": sustain, "recovered_above": between(below, 1),
+			"quick_requests": 1 + r.IntN(sustain-1), "quick_below": between(-2, below),
 			"predict_guard": between(below, 1), "keep_firing_for": duration(true),
 			"predict_confirm": fmt.Sprintf("%ds", r.IntN(300)),
 		},
