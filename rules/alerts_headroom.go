@@ -47,30 +47,12 @@ func (g *generator) headroomExhausted() rulefmt.Rule {
 	if o.PredictConfirm > 0 {
 		trend = pql.And(trend, pql.Lte(pql.PredictLinear(read, o.PredictConfirm, o.PredictHorizon), pql.Num(0)))
 	}
-	level := parser.Expr(read)
-	if o.BelowHold > 0 {
-		level = pql.MaxOverTime(read, o.BelowHold)
-	}
-	levelArm := pql.Lt(level, pql.Num(o.Below))
-	if o.SustainRequests > 0 && o.RecoveredAbove > 0 {
-		// A long average still remembers a surge that has passed: the
-		// present must not show the replica well clear of its knee.
-		levelArm = pql.And(levelArm, pql.Lt(g.perReplica(catalog.MetricReplicaHeadroom), pql.Num(o.RecoveredAbove)), pql.On(g.replicaBy()...))
-	}
-	arms := []parser.Expr{levelArm}
+	arms := []parser.Expr{g.heldUnder(read, o.Below, o.SustainRequests > 0)}
 	if o.PredictHorizon > 0 {
 		arms = append(arms, pql.And(pql.Lt(read, pql.Num(o.PredictBelow)), trend))
 	}
 	if o.quickArm() {
-		quick := parser.Expr(g.recorded(RecordQuickHeadroom))
-		if o.BelowHold > 0 {
-			quick = pql.MaxOverTime(g.recorded(RecordQuickHeadroom), o.BelowHold)
-		}
-		quickArm := pql.Lt(quick, pql.Num(o.QuickBelow))
-		if o.RecoveredAbove > 0 {
-			quickArm = pql.And(quickArm, pql.Lt(g.perReplica(catalog.MetricReplicaHeadroom), pql.Num(o.RecoveredAbove)), pql.On(g.replicaBy()...))
-		}
-		arms = append(arms, quickArm)
+		arms = append(arms, g.heldUnder(g.recorded(RecordQuickHeadroom), o.QuickBelow, true))
 	}
 	if o.OverloadBelow < 0 {
 		arms = append(arms, pql.Lt(raw, pql.Num(o.OverloadBelow)))
@@ -84,6 +66,23 @@ func (g *generator) headroomExhausted() rulefmt.Rule {
 		summary:    "Replica {{ $labels.replica }} is at its knee",
 		desc:       g.headroomExhaustedText(),
 	})
+}
+
+// heldUnder is a level arm of the page: read under below for BelowHold.
+// When read is an average over requests (averaged), RecoveredAbove also
+// applies: a long average still remembers a surge that has passed, so the
+// present must not show the replica well clear of its knee.
+func (g *generator) heldUnder(read *parser.VectorSelector, below float64, averaged bool) parser.Expr {
+	o := g.o.HeadroomExhausted
+	level := parser.Expr(read)
+	if o.BelowHold > 0 {
+		level = pql.MaxOverTime(read, o.BelowHold)
+	}
+	arm := pql.Lt(level, pql.Num(below))
+	if averaged && o.RecoveredAbove > 0 {
+		arm = pql.And(arm, pql.Lt(g.perReplica(catalog.MetricReplicaHeadroom), pql.Num(o.RecoveredAbove)), pql.On(g.replicaBy()...))
+	}
+	return arm
 }
 
 // headroomExhaustedText is the page's description: every armed condition,

@@ -466,3 +466,11 @@ func DefaultOptions() Options {
 func (o HeadroomExhaustedOptions) quickArm() bool {
 	return o.SustainRequests > 0 && o.QuickRequests > 0
 }
+
+// quickWindows are the windows the quick average chooses from.
+func (o HeadroomExhaustedOptions) quickWindows() []time.Duration {
+	if len(o.QuickWindows) > 0 {
+		return o.QuickWindows
+	}
+	return o.SustainWindows
+}

@@ -175,11 +175,7 @@ func (g *generator) headroomGroup() *Group {
 			"request; a latency percentile is judged over that many requests too.%s", how, o.SustainRequests, quickText(o)),
 		[]rulefmt.Rule{g.record(recSustainedHeadroom, g.sustainedHeadroom(o.SustainRequests, o.SustainWindows))})
 	if o.quickArm() {
-		ws := o.SustainWindows
-		if len(o.QuickWindows) > 0 {
-			ws = o.QuickWindows
-		}
-		gr.Rules = append(gr.Rules, g.record(RecordQuickHeadroom, g.sustainedHeadroom(o.QuickRequests, ws)))
+		gr.Rules = append(gr.Rules, g.record(RecordQuickHeadroom, g.sustainedHeadroom(o.QuickRequests, o.quickWindows())))
 	}
 	return &gr
 }
@@ -189,10 +185,7 @@ func quickText(o HeadroomExhaustedOptions) string {
 	if !o.quickArm() {
 		return ""
 	}
-	ws := o.SustainWindows
-	if len(o.QuickWindows) > 0 {
-		ws = o.QuickWindows
-	}
+	ws := o.quickWindows()
 	return fmt.Sprintf("\nThe quick average is the same over at least %d requests, in a window of %s to %s (the page's\n"+
 		"quick arm): a step far past the knee needs fewer requests to tell from noise than one just past it.",
 		o.QuickRequests, dur(cmp.Or(ws[0], o.SustainBaseWindow)), dur(ws[len(ws)-1]))

@@ -70,8 +70,8 @@ func headroomExhaustedParameters(h HeadroomExhaustedOptions) []string {
 	if h.quickArm() {
 		// The quick arm's threshold is stated as how far past the knee.
 		ps = append(ps, fmt.Sprintf("%d requests", h.QuickRequests), pct(-h.QuickBelow))
-		if len(h.QuickWindows) > 0 {
-			ps = append(ps, dur(h.QuickWindows[0]))
+		if ws := h.quickWindows(); ws[0] > 0 {
+			ps = append(ps, dur(ws[0])) // its shortest window, when not the exported headroom's
 		}
 	}
 	if h.PredictHorizon > 0 {

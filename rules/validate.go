@@ -85,7 +85,7 @@ func (o Options) Validate() error {
 	case ex.SustainRequests > 0 && ex.QuickRequests >= ex.SustainRequests:
 		p.add("HeadroomExhausted.QuickRequests", "%d must be below HeadroomExhausted.SustainRequests (%d), or 0 (off)", ex.QuickRequests, ex.SustainRequests)
 	}
-	if len(ex.QuickWindows) == 1 || slices.Contains(ex.QuickWindows, 0) || !slices.IsSorted(ex.QuickWindows) || len(slices.Compact(slices.Clone(ex.QuickWindows))) != len(ex.QuickWindows) {
+	if qw := ex.QuickWindows; len(qw) == 1 || (len(qw) > 0 && (qw[0] <= 0 || !strictlyAscending(qw))) {
 		p.add("HeadroomExhausted.QuickWindows", "%v must be ascending, above 0 and at least two, or none (SustainWindows)", ex.QuickWindows)
 	}
 	if ex.quickArm() && !(ex.QuickBelow < ex.Below) {
@@ -98,11 +98,8 @@ func (o Options) Validate() error {
 		if len(ex.SustainWindows) < 2 {
 			p.add("HeadroomExhausted.SustainWindows", "needs at least two windows to choose from, got %v", ex.SustainWindows)
 		}
-		for i, w := range ex.SustainWindows {
-			if w < 0 || (i > 0 && w <= ex.SustainWindows[i-1]) {
-				p.add("HeadroomExhausted.SustainWindows", "%v must be ascending and not negative", ex.SustainWindows)
-				break
-			}
+		if len(ex.SustainWindows) > 0 && (ex.SustainWindows[0] < 0 || !strictlyAscending(ex.SustainWindows)) {
+			p.add("HeadroomExhausted.SustainWindows", "%v must be ascending and not negative", ex.SustainWindows)
 		}
 		if len(ex.SustainWindows) > 0 && ex.SustainWindows[0] == 0 {
 			positive(&p, "HeadroomExhausted.SustainBaseWindow", ex.SustainBaseWindow)
@@ -353,4 +350,15 @@ func metricName(p *problems, field, s string) {
 	if !model.LegacyValidation.IsValidMetricName(s) {
 		p.add(field, "%q is not a valid metric name", s)
 	}
+}
+
+// strictlyAscending reports whether every window is longer than the one
+// before it.
+func strictlyAscending(ws []time.Duration) bool {
+	for i := 1; i < len(ws); i++ {
+		if ws[i] <= ws[i-1] {
+			return false
+		}
+	}
+	return true
 }
