@@ -172,12 +172,23 @@ func (g *generator) headroomGroup() *Group {
 	gr := g.group("kneewatch-headroom",
 		fmt.Sprintf("Headroom to the knee, %s\nthe shortest window that holds at least %d finished requests (the page's level and trend\n"+
 			"arms read it): at a few requests a second the one-window headroom swings with every long\n"+
-			"request; a latency percentile is judged over that many requests too.%s", how, o.SustainRequests, quickText(o)),
+			"request; a latency percentile is judged over that many requests too.%s%s", how, o.SustainRequests, floorText(o), quickText(o)),
 		[]rulefmt.Rule{g.record(recSustainedHeadroom, g.sustainedHeadroom(o.SustainRequests, o.SustainWindows))})
 	if o.quickArm() {
 		gr.Rules = append(gr.Rules, g.record(RecordQuickHeadroom, g.sustainedHeadroom(o.QuickRequests, o.quickWindows())))
 	}
 	return &gr
+}
+
+// floorText describes the longest window's floor in the headroom group's
+// comment.
+func floorText(o HeadroomExhaustedOptions) string {
+	floor := o.SustainFloorRequests
+	if floor <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("\nWhere none does, the longest window, once it holds at least %d: a replica just watched is\n"+
+		"not judged on its first few requests.", floor)
 }
 
 // quickText describes the quick average in the headroom group's comment.
@@ -193,7 +204,8 @@ func quickText(o HeadroomExhaustedOptions) string {
 
 // sustainedHeadroom is the ladder behind recSustainedHeadroom: for each
 // window but the last, the headroom averaged over it where the replica
-// finished at least requests requests in it; else over the last.
+// finished at least requests requests in it; else over the last, where it
+// finished at least SustainFloorRequests.
 // A zero window is the exported headroom, already a mean over
 // SustainBaseWindow.
 func (g *generator) sustainedHeadroom(requests int, ws []time.Duration) parser.Expr {
@@ -215,18 +227,22 @@ func (g *generator) sustainedHeadroom(requests int, ws []time.Duration) parser.E
 		}
 		return pql.MaxBy(g.replicaBy(), pql.AvgOverTime(g.kw(catalog.MetricReplicaHeadroom), w))
 	}
-	enough := func(w time.Duration) parser.Expr {
+	enough := func(w time.Duration, n int) parser.Expr {
 		if w == 0 {
 			w = o.SustainBaseWindow
 		}
 		finished := pql.MaxBy(g.replicaBy(), pql.Call("increase", pql.Matrix(g.kw(catalog.MetricReplicaRequests), w)))
-		return pql.Binary(parser.GTE, finished, pql.Num(float64(requests)))
+		return pql.Binary(parser.GTE, finished, pql.Num(float64(n)))
 	}
 	var arms []parser.Expr
 	for _, w := range ws[:len(ws)-1] {
-		arms = append(arms, pql.And(over(w), enough(w), pql.On(g.replicaBy()...)))
+		arms = append(arms, pql.And(over(w), enough(w, requests), pql.On(g.replicaBy()...)))
 	}
-	return pql.AnyOf(append(arms, over(ws[len(ws)-1]))...)
+	last := over(ws[len(ws)-1])
+	if floor := o.SustainFloorRequests; floor > 0 {
+		last = pql.And(last, enough(ws[len(ws)-1], floor), pql.On(g.replicaBy()...))
+	}
+	return pql.AnyOf(append(arms, last)...)
 }
 
 // perReplica dedups a kneewatch gauge to one series per replica, so fleet

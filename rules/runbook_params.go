@@ -63,6 +63,10 @@ func headroomExhaustedParameters(h HeadroomExhaustedOptions) []string {
 	}
 	if h.SustainRequests > 0 {
 		ps = append(ps, fmt.Sprintf("%d requests", h.SustainRequests))
+		if floor := h.SustainFloorRequests; floor > 0 {
+			// The longest window, and the fewest requests its average stands on.
+			ps = append(ps, fmt.Sprintf("%d requests", floor), dur(h.SustainWindows[len(h.SustainWindows)-1]))
+		}
 		if h.RecoveredAbove > 0 {
 			ps = append(ps, pct(h.RecoveredAbove))
 		}

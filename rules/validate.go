@@ -79,6 +79,9 @@ func (o Options) Validate() error {
 	if ex.SustainRequests < 0 {
 		p.add("HeadroomExhausted.SustainRequests", "%d must not be negative (0 reads the exported headroom as it is)", ex.SustainRequests)
 	}
+	if ex.SustainFloorRequests < 0 {
+		p.add("HeadroomExhausted.SustainFloorRequests", "%d must not be negative (0: the longest window's average stands on any count)", ex.SustainFloorRequests)
+	}
 	switch {
 	case ex.QuickRequests < 0:
 		p.add("HeadroomExhausted.QuickRequests", "%d must not be negative (0 turns the quick arm off)", ex.QuickRequests)

@@ -143,6 +143,23 @@ func tuneVariants() []PageVariant {
 			{Name: "O50 overload arm at -0.5", Options: over(-0.5), PastKnee: pk},
 		}
 	}
+	// KNEEWATCH_TUNE_FLOOR: the fewest requests the longest window's
+	// average stands on (rules.HeadroomExhaustedOptions.SustainFloorRequests).
+	// Against the default of 20 (2026-12-06), none paged 1 more time on the
+	// tune half (15 false pages in all) and 2 more on the larger draw's new
+	// scenarios (32); 10 the same as none, 40 the same as 20.
+	if os.Getenv("KNEEWATCH_TUNE_FLOOR") != "" {
+		floor := func(n int) rules.HeadroomExhaustedOptions {
+			o := def.HeadroomExhausted
+			o.SustainFloorRequests = n
+			return o
+		}
+		return []PageVariant{
+			{Name: "F0 no floor", Options: floor(0), PastKnee: pk},
+			{Name: "F10 floor 10 requests", Options: floor(10), PastKnee: pk},
+			{Name: "F40 floor 40 requests", Options: floor(40), PastKnee: pk},
+		}
+	}
 	if os.Getenv("KNEEWATCH_TUNE_FEWER") != "" {
 		return []PageVariant{
 			{Name: "R50 50 requests", Options: sustain(50, 0), PastKnee: pk},

@@ -638,6 +638,8 @@ groups:
   # the shortest window that holds at least {{ $p.headroom_exhausted_sustain_requests.int }} finished requests (the page's level and trend
   # arms read it): at a few requests a second the one-window headroom swings with every long
   # request; a latency percentile is judged over that many requests too.
+  # Where none does, the longest window, once it holds at least 20: a replica just watched is
+  # not judged on its first few requests.
   # The quick average is the same over at least {{ $p.headroom_exhausted_quick_requests.int }} requests, in a window of 2m to 10m (the page's
   # quick arm): a step far past the knee needs fewer requests to tell from noise than one just past it.
   - name: kneewatch-headroom
@@ -709,16 +711,26 @@ groups:
           )
           or
           (
-              1
-            -
-              max by (replica, model, profile, namespace, pod, cluster) (
-                  avg_over_time(kneewatch_replica_knee_load_ratio[10m])
-                and
-                  (
-                      count_over_time(kneewatch_replica_knee_load_ratio[10m])
-                    >= ignoring (dimension) group_left ()
-                      count_over_time(kneewatch_replica_headroom_ratio[10m])
+              (
+                  1
+                -
+                  max by (replica, model, profile, namespace, pod, cluster) (
+                      avg_over_time(kneewatch_replica_knee_load_ratio[10m])
+                    and
+                      (
+                          count_over_time(kneewatch_replica_knee_load_ratio[10m])
+                        >= ignoring (dimension) group_left ()
+                          count_over_time(kneewatch_replica_headroom_ratio[10m])
+                      )
                   )
+              )
+            and on (replica, model, profile, namespace, pod, cluster)
+              (
+                  max by (replica, model, profile, namespace, pod, cluster) (
+                    increase(kneewatch_replica_requests_total[10m])
+                  )
+                >=
+                  20
               )
           )
       - record: kneewatch:replica_headroom_ratio:quick
@@ -774,16 +786,26 @@ groups:
           )
           or
           (
-              1
-            -
-              max by (replica, model, profile, namespace, pod, cluster) (
-                  avg_over_time(kneewatch_replica_knee_load_ratio[10m])
-                and
-                  (
-                      count_over_time(kneewatch_replica_knee_load_ratio[10m])
-                    >= ignoring (dimension) group_left ()
-                      count_over_time(kneewatch_replica_headroom_ratio[10m])
+              (
+                  1
+                -
+                  max by (replica, model, profile, namespace, pod, cluster) (
+                      avg_over_time(kneewatch_replica_knee_load_ratio[10m])
+                    and
+                      (
+                          count_over_time(kneewatch_replica_knee_load_ratio[10m])
+                        >= ignoring (dimension) group_left ()
+                          count_over_time(kneewatch_replica_headroom_ratio[10m])
+                      )
                   )
+              )
+            and on (replica, model, profile, namespace, pod, cluster)
+              (
+                  max by (replica, model, profile, namespace, pod, cluster) (
+                    increase(kneewatch_replica_requests_total[10m])
+                  )
+                >=
+                  20
               )
           )
   # Ruler group: replica headroom recomputed in PromQL from the raw engine series, so a
