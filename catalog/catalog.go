@@ -105,7 +105,7 @@ var (
 	MetricReplicaLimiting = MetricDesc{"kneewatch_replica_limiting_resource", Gauge,
 		"1 for the resource that limits the replica at its knee (compute or kv_cache), 0 for the others.", withLabels("resource")}
 	MetricReplicaMixDrift = MetricDesc{"kneewatch_replica_mix_drift_ratio", Gauge,
-		"Relative distance of the live request mix (mean prompt and output tokens) from the profile's mix, over the window's finished requests less kneewatch's own probes, or, when the window finished fewer than 20, over the shortest span of up to 10 minutes that finished 100 (or all 10 minutes); absent under 20 such requests.", replicaLabels}
+		"Relative distance of the live request mix (mean prompt and output tokens) from the profile's mix, over the window's finished requests less kneewatch's own probes, or, when the window finished fewer than 20, over the last 20 where their means are already off the profile's by more than 3 standard errors and 30%, else the shortest span of up to 10 minutes that finished 100 (or all 10 minutes); absent under 20 such requests.", replicaLabels}
 	MetricReplicaInfo = MetricDesc{"kneewatch_replica_info", Gauge,
 		"Constant 1 per watched replica, labeled with the serving engine whose metrics kneewatch reads (configured, or detected from the metric names).", withLabels("engine")}
 	MetricReplicaEvalOK = MetricDesc{"kneewatch_replica_evaluation_ok", Gauge,

@@ -280,10 +280,17 @@ func shrinkBy(d, band float64) float64 {
 // long-context read its moved knee anywhere from 12 to 30 in flight,
 // window to window, against a true 12.7, and the profile's knee held it;
 // counting the concurrency there too put the tune half's mix-step at 0.276.
-func (s mixShift) speedKneeFactor() float64 {
+//
+// A shift clear of chance at the requests it was read over (clear, see
+// Profile.MixShiftClear) is no window of lighter requests by chance, and
+// its rise counts whole.
+func (s mixShift) speedKneeFactor(clear bool) float64 {
 	rise := min(s.concurrency, s.rate)
 	if s.prompt <= 1 {
 		rise = s.concurrency
+	}
+	if clear {
+		return max(rise, 1)
 	}
 	return max(rise/(1+mixModelError), 1)
 }
@@ -418,4 +425,25 @@ func poissonAtLeast(k, lambda float64) float64 {
 		below += math.Exp(term)
 	}
 	return max(1-below, 0)
+}
+
+// clearShiftErrors is how many standard errors of a mean over a few
+// requests (mixNoiseBandFor's band) its drift from the profile's must pass
+// to count as a shift, not chance, on its own (Profile.MixShiftClear).
+const clearShiftErrors = 3
+
+// MixShiftClear reports whether the mean prompt or output tokens per
+// request over n finished requests are further from the profile's than
+// clearShiftErrors noise bands at n (mixNoiseBands): a shift in the mix
+// that so few requests already show. False when the profile records no
+// means, or n or both means are unknown.
+func (p *Profile) MixShiftClear(meanPrompt, meanOutput, n float64) bool {
+	if p == nil || !(n > 0) {
+		return false
+	}
+	promptBand, outputBand := p.mixNoiseBands(n)
+	clear := func(mean, profile, band float64) bool {
+		return Known(mean) && profile > 0 && math.Abs(mean/profile-1) > clearShiftErrors*band
+	}
+	return clear(meanPrompt, p.Workload.MeanPromptTokens, promptBand) || clear(meanOutput, p.Workload.MeanOutputTokens, outputBand)
 }

@@ -565,25 +565,33 @@ func TestTheSpeedDimensionReadsAgainstTheKneeAMixRaised(t *testing.T) {
 				t.Fatalf("the mix model moved the knee ×%g in flight, ×%g requests/s; not this case's premise",
 					shift.concurrency, shift.rate)
 			}
-			rise := 1.0
-			if tc.by == byConcurrency {
-				rise = shift.concurrency / (1 + mixModelError)
-			}
-			for _, speed := range []float64{1, 0.6} {
-				load := 0.9 * withModel.Knee.Concurrency * max(shift.concurrency, 1)
-				expected, ok := withModel.CurveAt(load)
-				if !ok {
-					t.Fatalf("no curve point at %g in flight", load)
+			// Over 400 requests each shift is clear of chance and its rise
+			// counts whole; over a count unknown, only past the model's
+			// error.
+			for _, n := range []float64{400, Unknown()} {
+				rise := 1.0
+				if tc.by == byConcurrency {
+					rise = shift.concurrency
+					if !Known(n) {
+						rise /= 1 + mixModelError
+					}
 				}
-				obs := observe(load, output(speed*expected.OutputTokensPerSecond), func(o *Observation) {
-					o.MeanPromptTokens, o.MeanOutputTokens = tc.prompt, tc.output
-					o.MixRequests = 400
-				})
-				got := Evaluate(obs, withModel, Options{}).Ratios[DimensionEffectiveLoad]
-				nominal := Evaluate(obs, noModel, Options{}).Ratios[DimensionEffectiveLoad]
-				want := nominal / rise
-				if !cmp.Equal(got, want, approx) {
-					t.Errorf("at speed %g: effective load %g, want %g (%g against the profile's knee)", speed, got, want, nominal)
+				for _, speed := range []float64{1, 0.6} {
+					load := 0.9 * withModel.Knee.Concurrency * max(shift.concurrency, 1)
+					expected, ok := withModel.CurveAt(load)
+					if !ok {
+						t.Fatalf("no curve point at %g in flight", load)
+					}
+					obs := observe(load, output(speed*expected.OutputTokensPerSecond), func(o *Observation) {
+						o.MeanPromptTokens, o.MeanOutputTokens = tc.prompt, tc.output
+						o.MixRequests = n
+					})
+					got := Evaluate(obs, withModel, Options{}).Ratios[DimensionEffectiveLoad]
+					nominal := Evaluate(obs, noModel, Options{}).Ratios[DimensionEffectiveLoad]
+					want := nominal / rise
+					if !cmp.Equal(got, want, approx) {
+						t.Errorf("over %g requests at speed %g: effective load %g, want %g (%g against the profile's knee)", n, speed, got, want, nominal)
+					}
 				}
 			}
 		})

@@ -43,20 +43,52 @@ func excludeProbeTraffic(o *knee.Observation, w *collector.Window, at time.Time,
 }
 
 // widenMix reads the request mix over a longer span than the window when
-// the window finished too few requests to judge it (knee.MinMixRequests):
-// the shortest span of the replica's history, up to collector.MaxMixSpan,
-// that finished widenedMixRequests, or the longest that finished at least
-// knee.MinMixRequests, less the probes that finished in it. A low-rate
-// replica's mix is then read minutes late rather than never. The window's
-// own means stand when it held enough, when the engine counts no finished
-// requests, or when no span does.
-func widenMix(o *knee.Observation, h *collector.MixHistory, probes probe.Summaries, replica string) {
+// the window finished too few requests to judge it (knee.MinMixRequests).
+// A span of knee.MinMixRequests whose means are already clearly off the
+// profile's (knee.Profile.MixShiftClear) is read as it is: a shift that
+// plain is read within a few requests, not once the longer span has taken
+// it in. Otherwise it is the shortest span of the replica's history, up to
+// collector.MaxMixSpan, that finished widenedMixRequests, or the longest
+// that finished at least knee.MinMixRequests. Each span is read less the
+// probes that finished in it. A low-rate replica's mix is then read
+// minutes late rather than never. The window's own means stand when it
+// held enough, when the engine counts no finished requests, or when no
+// span does.
+//
+// The 20-request span is what lets a low-rate replica's knee follow its
+// mix: an 8B/L4 RAG replica at 0.16 requests/s, half its traffic turned
+// code in one step, read the old mix for 2 minutes instead of 10 (tune
+// 1122). With it and the whole rise of a clear shift
+// (knee.mixShift.speedKneeFactor), on the tune half (132 scenarios,
+// 2026-12-06) the headroom error's p95 went mix-step 0.287 -> 0.206 and
+// mix-ramp 0.268 -> 0.265, false pages in all 14 -> 13, safe scenarios
+// paged, early pages and abrupt onsets on time unchanged; on the tune
+// scenarios drawn 264 strong that are not in it, mix-ramp 0.231 -> 0.191
+// and mix-step 0.216 -> 0.222 (near the knee, where kneewatch read high,
+// its p95 0.408 -> 0.451), pages unchanged. The other families moved by
+// 0.001 or less.
+func widenMix(o *knee.Observation, h *collector.MixHistory, probes probe.Summaries, replica string, p *knee.Profile) {
 	if !knee.Known(o.MixRequests) || o.MixRequests >= knee.MinMixRequests {
 		return
 	}
-	span, ok := h.Span(knee.MinMixRequests, widenedMixRequests)
-	if !ok {
+	if short, ok := mixSpan(h, probes, replica, knee.MinMixRequests); ok && p.MixShiftClear(short.MeanPromptTokens, short.MeanOutputTokens, short.MixRequests) {
+		o.MixRequests, o.MeanPromptTokens, o.MeanOutputTokens = short.MixRequests, short.MeanPromptTokens, short.MeanOutputTokens
 		return
+	}
+	if long, ok := mixSpan(h, probes, replica, widenedMixRequests); ok {
+		o.MixRequests, o.MeanPromptTokens, o.MeanOutputTokens = long.MixRequests, long.MeanPromptTokens, long.MeanOutputTokens
+	}
+}
+
+// mixSpan is the request mix over the shortest span of h that finished
+// want requests, or the longest that finished at least
+// knee.MinMixRequests, less the probes that finished in it (only
+// MixRequests and the two means set); false when no span holds
+// knee.MinMixRequests besides the probes.
+func mixSpan(h *collector.MixHistory, probes probe.Summaries, replica string, want float64) (knee.Observation, bool) {
+	span, ok := h.Span(knee.MinMixRequests, want)
+	if !ok {
+		return knee.Observation{}, false
 	}
 	var t probe.Traffic
 	if probes != nil {
@@ -64,11 +96,11 @@ func widenMix(o *knee.Observation, h *collector.MixHistory, probes probe.Summari
 	}
 	n := span.Requests - float64(t.Requests)
 	if n < knee.MinMixRequests {
-		return
+		return knee.Observation{}, false
 	}
-	o.MixRequests = n
-	o.MeanPromptTokens = max(span.PromptTokens-t.PromptTokens, 0) / n
-	o.MeanOutputTokens = max(span.OutputTokens-t.OutputTokens, 0) / n
+	return knee.Observation{MixRequests: n,
+		MeanPromptTokens: max(span.PromptTokens-t.PromptTokens, 0) / n,
+		MeanOutputTokens: max(span.OutputTokens-t.OutputTokens, 0) / n}, true
 }
 
 // widenedMixRequests is how many requests a widened span of the mix aims

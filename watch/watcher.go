@@ -701,7 +701,7 @@ func (w *Watcher) assess(s *replicaState, out scrapeOutcome) ReplicaEval {
 			excludeProbeTraffic(&e.Observation, s.window, snap.Time, pt)
 		}
 	}
-	widenMix(&e.Observation, &s.mix, w.opts.Probes, t.Replica)
+	widenMix(&e.Observation, &s.mix, w.opts.Probes, t.Replica, t.Profile)
 	readSpanTail(&e.Observation, &s.tails)
 	e.Result = knee.Evaluate(e.Observation, t.Profile, w.opts.Knee)
 	unusable := ""
