@@ -262,7 +262,7 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	r.Ratios[DimensionLoad] = load / r.Knee.Concurrency
 	// The speed dimension reads the load against the profile's knee, or
 	// the knee a mix raised (see mixShift.speedKneeFactor).
-	raised := shift.speedKneeFactor(mixJudged && p.MixShiftClear(meanPrompt, meanOutput, obs.MixRequests))
+	raised := shift.speedKneeFactor(p.mixShiftClear(meanPrompt, meanOutput, obs.MixRequests, promptBand, outputBand))
 	nominalLoad := load / (kneeC * raised)
 
 	// Rates are read on the profile's curve after dividing out how the

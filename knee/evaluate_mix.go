@@ -438,10 +438,18 @@ const clearShiftErrors = 3
 // that so few requests already show. False when the profile records no
 // means, or n or both means are unknown.
 func (p *Profile) MixShiftClear(meanPrompt, meanOutput, n float64) bool {
-	if p == nil || !(n > 0) {
+	if p == nil {
 		return false
 	}
 	promptBand, outputBand := p.mixNoiseBands(n)
+	return p.mixShiftClear(meanPrompt, meanOutput, n, promptBand, outputBand)
+}
+
+// mixShiftClear is MixShiftClear with the noise bands at n already read.
+func (p *Profile) mixShiftClear(meanPrompt, meanOutput, n, promptBand, outputBand float64) bool {
+	if !(n > 0) {
+		return false
+	}
 	clear := func(mean, profile, band float64) bool {
 		return Known(mean) && profile > 0 && math.Abs(mean/profile-1) > clearShiftErrors*band
 	}

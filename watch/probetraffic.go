@@ -71,24 +71,27 @@ func widenMix(o *knee.Observation, h *collector.MixHistory, probes probe.Summari
 	if !knee.Known(o.MixRequests) || o.MixRequests >= knee.MinMixRequests {
 		return
 	}
-	if short, ok := mixSpan(h, probes, replica, knee.MinMixRequests); ok && p.MixShiftClear(short.MeanPromptTokens, short.MeanOutputTokens, short.MixRequests) {
-		o.MixRequests, o.MeanPromptTokens, o.MeanOutputTokens = short.MixRequests, short.MeanPromptTokens, short.MeanOutputTokens
-		return
+	m, ok := mixSpan(h, probes, replica, knee.MinMixRequests)
+	if !ok || !p.MixShiftClear(m.prompt, m.output, m.requests) {
+		m, ok = mixSpan(h, probes, replica, widenedMixRequests)
 	}
-	if long, ok := mixSpan(h, probes, replica, widenedMixRequests); ok {
-		o.MixRequests, o.MeanPromptTokens, o.MeanOutputTokens = long.MixRequests, long.MeanPromptTokens, long.MeanOutputTokens
+	if ok {
+		o.MixRequests, o.MeanPromptTokens, o.MeanOutputTokens = m.requests, m.prompt, m.output
 	}
 }
 
+// spanMix is a request mix read over a span: its finished requests and
+// their mean prompt and output tokens.
+type spanMix struct{ requests, prompt, output float64 }
+
 // mixSpan is the request mix over the shortest span of h that finished
 // want requests, or the longest that finished at least
-// knee.MinMixRequests, less the probes that finished in it (only
-// MixRequests and the two means set); false when no span holds
-// knee.MinMixRequests besides the probes.
-func mixSpan(h *collector.MixHistory, probes probe.Summaries, replica string, want float64) (knee.Observation, bool) {
+// knee.MinMixRequests, less the probes that finished in it; false when no
+// span holds knee.MinMixRequests besides the probes.
+func mixSpan(h *collector.MixHistory, probes probe.Summaries, replica string, want float64) (spanMix, bool) {
 	span, ok := h.Span(knee.MinMixRequests, want)
 	if !ok {
-		return knee.Observation{}, false
+		return spanMix{}, false
 	}
 	var t probe.Traffic
 	if probes != nil {
@@ -96,11 +99,9 @@ func mixSpan(h *collector.MixHistory, probes probe.Summaries, replica string, wa
 	}
 	n := span.Requests - float64(t.Requests)
 	if n < knee.MinMixRequests {
-		return knee.Observation{}, false
+		return spanMix{}, false
 	}
-	return knee.Observation{MixRequests: n,
-		MeanPromptTokens: max(span.PromptTokens-t.PromptTokens, 0) / n,
-		MeanOutputTokens: max(span.OutputTokens-t.OutputTokens, 0) / n}, true
+	return spanMix{requests: n, prompt: max(span.PromptTokens-t.PromptTokens, 0) / n, output: max(span.OutputTokens-t.OutputTokens, 0) / n}, true
 }
 
 // widenedMixRequests is how many requests a widened span of the mix aims

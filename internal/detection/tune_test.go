@@ -42,6 +42,12 @@ func tuneVariants() []PageVariant {
 	}
 	def := rules.DefaultOptions()
 	pk := &def.PastKnee
+	// with is the shipped page with set applied to its options.
+	with := func(set func(*rules.HeadroomExhaustedOptions)) rules.HeadroomExhaustedOptions {
+		o := def.HeadroomExhausted
+		set(&o)
+		return o
+	}
 	sustain := func(requests int, hold time.Duration, windows ...time.Duration) rules.HeadroomExhaustedOptions {
 		o := def.HeadroomExhausted
 		o.SustainRequests = requests
@@ -94,9 +100,7 @@ func tuneVariants() []PageVariant {
 	// 91, 32). 50 under -25% from 2 minutes is the default.
 	if os.Getenv("KNEEWATCH_TUNE_QUICK") != "" {
 		quick := func(requests int, below float64) rules.HeadroomExhaustedOptions {
-			o := def.HeadroomExhausted
-			o.QuickRequests, o.QuickBelow = requests, below
-			return o
+			return with(func(o *rules.HeadroomExhaustedOptions) { o.QuickRequests, o.QuickBelow = requests, below })
 		}
 		from2m := func(o rules.HeadroomExhaustedOptions) rules.HeadroomExhaustedOptions {
 			o.QuickWindows = []time.Duration{2 * time.Minute, 5 * time.Minute, 10 * time.Minute}
@@ -133,9 +137,7 @@ func tuneVariants() []PageVariant {
 	// low-rate replica's load swings half the knee either way.
 	if os.Getenv("KNEEWATCH_TUNE_OVERLOAD") != "" {
 		over := func(below float64) rules.HeadroomExhaustedOptions {
-			o := def.HeadroomExhausted
-			o.OverloadBelow = below
-			return o
+			return with(func(o *rules.HeadroomExhaustedOptions) { o.OverloadBelow = below })
 		}
 		return []PageVariant{
 			{Name: "O25 overload arm at -0.25", Options: over(-0.25), PastKnee: pk},
@@ -150,9 +152,7 @@ func tuneVariants() []PageVariant {
 	// scenarios (32); 10 the same as none, 40 the same as 20.
 	if os.Getenv("KNEEWATCH_TUNE_FLOOR") != "" {
 		floor := func(n int) rules.HeadroomExhaustedOptions {
-			o := def.HeadroomExhausted
-			o.SustainFloorRequests = n
-			return o
+			return with(func(o *rules.HeadroomExhaustedOptions) { o.SustainFloorRequests = n })
 		}
 		return []PageVariant{
 			{Name: "F0 no floor", Options: floor(0), PastKnee: pk},
