@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,6 +27,13 @@ import (
 )
 
 func main() {
+	// The bench is a batch job on a machine with memory to spare, and its
+	// simulator and PromQL engine allocate steadily: a collection every
+	// doubling of the live heap (GOGC=100) put a tenth of its CPU into the
+	// collector and its write barriers. GOGC in the environment still wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -50,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	withoutModels := fs.Bool("without-models", true, "on the suite half, also give a second kneewatch the deployment's profile without its mix and speed models, as `kneewatch sweep` writes it by default")
 	truthSeeds := fs.Int("truth-grid-seeds", 3, "on the suite half, the true knee under a mix share or a slowdown is the median of this many knee searches with different seeds (1: one search, as at nominal conditions)")
 	limit := fs.Int("limit", 0, "run only the first N scenarios of the suite half (0: all), for a quick look")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file, for `go tool pprof`")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,6 +80,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	seeds, err := parseSeeds(*otherSeeds)
 	if err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
 	}
 	started := time.Now()
 	opts := detection.Options{
@@ -129,6 +146,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return rep.Markdown(stdout, command)
 	}
 	return writeAtomically(*out, func(w io.Writer) error { return rep.Markdown(w, command) })
+}
+
+// startCPUProfile profiles the process into path until the returned func
+// is called; the bench's wall time has a budget, and this is how to see
+// where it goes.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // commandLine is how the report says it was made: `make bench-detection`

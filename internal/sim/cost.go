@@ -11,12 +11,36 @@ import (
 // memory terms and the step duration overhead + max(compute, memory), all
 // scaled by slowdown ÷ speed.
 func (e *Engine) cost(tokens, kvTokens int) (compute, memory, total time.Duration) {
-	p := e.p
-	computeSec := 2 * p.Parameters * float64(tokens) / (p.PeakFLOPS * p.ComputeEfficiency)
-	memorySec := (p.WeightBytes + float64(kvTokens)*p.KVCacheBytesPerToken()) / (p.HBMBandwidth * p.MemoryEfficiency)
+	c := &e.roofline
+	computeSec := c.flopsPerToken * float64(tokens) / c.flops
+	memorySec := (c.weightBytes + float64(kvTokens)*c.kvBytesPerToken) / c.bandwidth
 	scale := e.slowdown / e.speed
-	totalSec := p.StepOverhead.Seconds() + max(computeSec, memorySec)
+	totalSec := c.overheadSec + max(computeSec, memorySec)
 	return seconds(computeSec * scale), seconds(memorySec * scale), seconds(totalSec * scale)
+}
+
+// roofline holds the preset's terms of cost, worked out once per engine:
+// cost runs on every step, and copying the preset to read them there was a
+// tenth of a knee search. Each term is the same floating-point expression
+// cost evaluated before, so step durations are unchanged to the nanosecond.
+type roofline struct {
+	flopsPerToken   float64 // 2 × parameters
+	flops           float64 // peak FLOPS × compute efficiency
+	weightBytes     float64
+	kvBytesPerToken float64
+	bandwidth       float64 // HBM bandwidth × memory efficiency
+	overheadSec     float64
+}
+
+func rooflineOf(p *Preset) roofline {
+	return roofline{
+		flopsPerToken:   2 * p.Parameters,
+		flops:           p.PeakFLOPS * p.ComputeEfficiency,
+		weightBytes:     p.WeightBytes,
+		kvBytesPerToken: p.KVCacheBytesPerToken(),
+		bandwidth:       p.HBMBandwidth * p.MemoryEfficiency,
+		overheadSec:     p.StepOverhead.Seconds(),
+	}
 }
 
 // seconds converts float seconds to a Duration, rounding to the nanosecond.

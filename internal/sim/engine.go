@@ -32,6 +32,7 @@ type Config struct {
 // goroutines must hold their own mutex around every method.
 type Engine struct {
 	p        Preset
+	roofline roofline
 	speed    float64
 	slowdown float64
 
@@ -134,6 +135,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		slowdown:    1,
 		totalBlocks: cfg.Preset.KVBlocks(),
 	}
+	e.roofline = rooflineOf(&e.p)
 	if cfg.Slowdown != 0 {
 		if err := e.SetSlowdown(cfg.Slowdown); err != nil {
 			return nil, err

@@ -14,6 +14,19 @@ type Request struct {
 	// MaxTokens is how many output tokens the request generates (≥ 1): the
 	// simulator has no EOS, so every request runs to MaxTokens.
 	MaxTokens int
+
+	// Generated counts output tokens produced so far.
+	Generated int
+	// computed is how many of the request's tokens (prompt, then generated)
+	// have their KV in the cache. A preemption resets it to 0 (recompute).
+	computed int
+	// blocks is how many KV blocks the request holds.
+	blocks int
+	// state says which engine queue holds the request.
+	state requestState
+	// The fields above are the ones every step reads and writes for every
+	// request in its batch; kept together, they share a cache line or two.
+
 	// Arrival is when the request reached the engine.
 	Arrival time.Time
 
@@ -23,20 +36,10 @@ type Request struct {
 	FirstToken time.Time
 	// Finished is when its last output token was produced (or when it was aborted).
 	Finished time.Time
-	// Generated counts output tokens produced so far.
-	Generated int
 	// Preemptions counts how often it lost its KV blocks and went back to the queue.
 	Preemptions int
 	// Aborted is true when the caller removed the request with Abort.
 	Aborted bool
-
-	// computed is how many of the request's tokens (prompt, then generated)
-	// have their KV in the cache. A preemption resets it to 0 (recompute).
-	computed int
-	// blocks is how many KV blocks the request holds.
-	blocks int
-	// state says which engine queue holds the request.
-	state requestState
 }
 
 type requestState uint8

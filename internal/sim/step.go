@@ -41,12 +41,13 @@ func (e *Engine) Step(now time.Time) StepResult {
 	batch := sc.batch[:0]
 	res.Tokens, res.FirstTokens, res.Finished = sc.tokens[:0], sc.firstTokens[:0], sc.finished[:0]
 	res.Admitted, res.Preempted = sc.admitted[:0], sc.preempted[:0]
-	// The buffers keep what they grew to; pointers left in them past this
-	// step's lengths are overwritten by the next, and a request is small.
-	defer func() {
+	// The buffers keep what they grew to (keep, at every return below);
+	// pointers left in them past this step's lengths are overwritten by the
+	// next, and a request is small.
+	keep := func() {
 		sc.batch, sc.tokens, sc.firstTokens, sc.finished = batch, res.Tokens, res.FirstTokens, res.Finished
 		sc.admitted, sc.preempted = res.Admitted, res.Preempted
-	}()
+	}
 
 	preempted := false
 scheduleRunning:
@@ -91,6 +92,7 @@ scheduleRunning:
 		// Only possible when the head of the queue cannot get a block even
 		// with nothing running, which Submit's max_model_len check and the
 		// preset's capacity check rule out.
+		keep()
 		return res
 	}
 
@@ -118,7 +120,7 @@ scheduleRunning:
 		}
 		r.Generated++
 		res.Tokens = append(res.Tokens, r)
-		if r.FirstToken.IsZero() {
+		if r.Generated == 1 && r.FirstToken.IsZero() {
 			r.FirstToken = res.End
 			res.FirstTokens = append(res.FirstTokens, r)
 		}
@@ -140,15 +142,19 @@ scheduleRunning:
 	e.totals.GenerationTokens += uint64(len(res.Tokens))
 	e.totals.Preemptions += uint64(len(res.Preempted))
 	e.totals.Finished += uint64(len(res.Finished))
+	keep()
 	return res
 }
 
 // allocate grows r's KV blocks to hold n more tokens, if enough are free.
 func (e *Engine) allocate(r *Request, n int) bool {
-	need := (r.computed+n+e.p.BlockSize-1)/e.p.BlockSize - r.blocks
-	if need <= 0 {
+	// Most calls are a decode that fits the blocks already held; that check
+	// is a multiplication, not the division below, on every request of
+	// every step.
+	if r.computed+n <= r.blocks*e.p.BlockSize {
 		return true
 	}
+	need := (r.computed+n+e.p.BlockSize-1)/e.p.BlockSize - r.blocks
 	if need > e.totalBlocks-e.usedBlocks {
 		return false
 	}
