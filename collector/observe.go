@@ -24,6 +24,7 @@ func Observe(w *Window, at time.Time, slo *knee.SLO) knee.Observation {
 		return v
 	}
 	o.Running = value(w.GaugeMean(at, SignalRunning))
+	o.RunningSamples = w.gaugeValues(at, SignalRunning)
 	o.Waiting = value(w.GaugeMean(at, SignalWaiting))
 	o.InFlight = value(w.GaugeMean(at, SignalRunning, SignalWaiting))
 	littleInFlight(&o, w, at)

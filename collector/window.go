@@ -260,6 +260,23 @@ next:
 	return pts, nil
 }
 
+// gaugeValues are the window's samples of one gauge, oldest first; nil
+// when it has none, or any is not a finite number ≥ 0.
+func (w *Window) gaugeValues(at time.Time, sig Signal) []float64 {
+	pts, err := w.gaugePoints(at, []Signal{sig})
+	if err != nil {
+		return nil
+	}
+	vs := make([]float64, len(pts))
+	for i, p := range pts {
+		if !(p.v >= 0) || math.IsInf(p.v, 0) {
+			return nil
+		}
+		vs[i] = p.v
+	}
+	return vs
+}
+
 // GaugeMean is PromQL's avg_over_time of the sum of the given gauges: the
 // mean over the snapshots in the window that carry all of them.
 func (w *Window) GaugeMean(at time.Time, sigs ...Signal) (float64, error) {

@@ -370,3 +370,19 @@ func TestObserveReadsInFlightByLittlesLawUnlessTheGaugesSeeAQueueItCannot(t *tes
 		})
 	}
 }
+
+// The running batch's samples are kept beside their mean: the knee package
+// judges a replica's speed on the curve's output at each (see
+// knee.Observation.RunningSamples).
+func TestObserveKeepsTheRunningBatchsSamples(t *testing.T) {
+	running := func(v float64) map[Signal]float64 { return map[Signal]float64{SignalRunning: v} }
+	w := mustWindow(t, time.Minute, 10, snap(10, running(1), nil, nil), snap(20, running(15), nil, nil), snap(30, running(2), nil, nil))
+	o := Observe(w, sec(30), nil)
+	if diff := cmp.Diff([]float64{1, 15, 2}, o.RunningSamples); diff != "" || o.Running != 6 {
+		t.Errorf("running = %v, samples (-want +got):\n%s", o.Running, diff)
+	}
+	none := mustWindow(t, time.Minute, 10, snap(10, nil, nil, nil), snap(20, nil, nil, nil))
+	if got := Observe(none, sec(20), nil).RunningSamples; got != nil {
+		t.Errorf("a window without the running gauge kept samples %v, want none", got)
+	}
+}

@@ -154,3 +154,54 @@ func TestOutputRateCountsOnlyWhereTheCurveTellsLoadsApart(t *testing.T) {
 		})
 	}
 }
+
+// TestSpeedIsJudgedOnEachSampledBatch: a replica at full speed whose batch
+// swings between 1 and 15 makes the mean of the curve's output at 1 and at
+// 15, below the curve's output at their mean of 8 (the curve is concave).
+// Judged on the samples it reads full speed; judged on the mean alone it
+// read slow, as Poisson traffic at a few in flight did.
+func TestSpeedIsJudgedOnEachSampledBatch(t *testing.T) {
+	p := concaveProfile()
+	for i := range p.Points {
+		p.Points[i].Running = p.Points[i].Concurrency
+	}
+	atOne, atFifteen := 119.0, 905+(1697-905)*7/8.0
+	swinging := func(samples []float64) Observation {
+		return observe(8, output((atOne+atFifteen)/2), func(o *Observation) {
+			o.Running, o.RunningSamples = 8, samples
+		})
+	}
+	tests := []struct {
+		name    string
+		samples []float64
+		want    float64
+	}{
+		{"judged on the samples", []float64{1, 15, 1, 15}, 1},
+		{"judged at the mean when the samples are not kept", nil, (atOne + atFifteen) / 2 / 905},
+		{"a sample the curve cannot read falls back to the mean", []float64{1, 15, math.NaN(), 15}, (atOne + atFifteen) / 2 / 905},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Evaluate(swinging(tt.samples), p, Options{})
+			if diff := cmp.Diff(tt.want, r.ThroughputEfficiency, approx); diff != "" {
+				t.Errorf("throughput efficiency (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// When the mean batch is read otherwise than from the samples (by Little's
+// law), the curve is read at that mean and the samples give only the bend.
+func TestSpeedTakesTheBendFromTheSamplesAndTheMeanFromRunning(t *testing.T) {
+	p := concaveProfile()
+	for i := range p.Points {
+		p.Points[i].Running = p.Points[i].Concurrency
+	}
+	atOne, atFifteen, atEight := 119.0, 905+(1697-905)*7/8.0, 905.0
+	bend := (atOne + atFifteen) / 2 / atEight
+	atSixteen := 1697.0
+	o := observe(16, output(atSixteen*bend), func(o *Observation) { o.Running, o.RunningSamples = 16, []float64{1, 15} })
+	if diff := cmp.Diff(1.0, Evaluate(o, p, Options{}).ThroughputEfficiency, approx); diff != "" {
+		t.Errorf("throughput efficiency (-want +got):\n%s", diff)
+	}
+}

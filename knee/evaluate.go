@@ -114,9 +114,11 @@ type Result struct {
 	Knee Knee // the knee the replica was compared with
 
 	// Expected is the profile's curve at the observed load, and
-	// ThroughputEfficiency the observed output tokens/s ÷ Expected's: below
-	// 1, the replica makes fewer tokens at this load than when it was swept
-	// (a slower GPU, or heavier requests than the profile's mix).
+	// ThroughputEfficiency the observed output tokens/s ÷ what the curve
+	// expects of the running batch as it was sampled (Expected's when the
+	// batch is unknown): below 1, the replica makes fewer tokens at this
+	// load than when it was swept (a slower GPU, or heavier requests than
+	// the profile's mix).
 	Expected             CurvePoint
 	ThroughputEfficiency float64
 
@@ -304,7 +306,7 @@ func Evaluate(obs Observation, p *Profile, opts Options) Result {
 	// an 8B/H100 RAG replica stepping up to 0.85 of its knee) and the
 	// effective-load dimension took a third off the headroom.
 	if out := r.OutputTokensPerSecond; Known(out) {
-		if expected, ok := p.outputAtRunning(obs.Running); ok && expected > 0 {
+		if expected, ok := p.expectedOutput(&obs); ok && expected > 0 {
 			r.ThroughputEfficiency = out / expected
 		}
 	}

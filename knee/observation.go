@@ -38,6 +38,13 @@ type Observation struct {
 	InFlight float64
 	Running  float64 // mean requests in the running batch
 	Waiting  float64 // mean requests queued for admission
+	// RunningSamples are the running batch's sizes as sampled over the
+	// window, oldest first; nil when not kept. Running is their mean unless
+	// the collector read it by Little's law. A replica's speed is judged on
+	// the bend of the curve they span (see Result.ThroughputEfficiency): the
+	// curve is concave, and read at the mean alone it expected more of a
+	// fluctuating batch than any GPU makes.
+	RunningSamples []float64
 
 	OutputTokensPerSecond float64
 	PromptTokensPerSecond float64
