@@ -66,7 +66,7 @@ func TestTraceScenarios(t *testing.T) {
 	// KneewatchPastKnee), to tell which of the two alerts paged.
 	alone := PageVariant{Name: "headroom alone", Options: rules.DefaultOptions().HeadroomExhausted}
 	// KNEEWATCH_TUNE_TRUTH_SEEDS as for TestTunePageVariants.
-	truthSeeds, _ := strconv.Atoi(os.Getenv("KNEEWATCH_TUNE_TRUTH_SEEDS"))
+	truthSeeds := tuneTruthSeeds()
 	rep, err := Run(context.Background(), Options{Scenarios: scs, PageVariants: []PageVariant{alone}, TruthGridSeeds: truthSeeds,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {

@@ -267,8 +267,7 @@ func TestTunePageVariants(t *testing.T) {
 	// chosen with it, on the ramp-slow, plateau-safe, square-safe and
 	// throttle-step families (about 5 min).
 	withoutModels := os.Getenv("KNEEWATCH_TUNE_WITHOUT_MODELS") != ""
-	// KNEEWATCH_TUNE_TRUTH_SEEDS=N: the truth's grid the median of N searches.
-	truthSeeds, _ := strconv.Atoi(os.Getenv("KNEEWATCH_TUNE_TRUTH_SEEDS"))
+	truthSeeds := tuneTruthSeeds()
 	rep, err := Run(context.Background(), Options{Scenarios: scs, PageVariants: tuneVariants(), ResweepSeed: resweepSeed, ResweepAverageSeeds: avgSeeds,
 		TruthGridSeeds: truthSeeds, WithoutModelsWhatIf: withoutModels,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
@@ -345,4 +344,14 @@ func dimensionsAtPages(res *ScenarioResult, s *DetectorScore) []string {
 		dims = append(dims, clock(p)+"="+res.Evaluations[i].Dimension.String())
 	}
 	return dims
+}
+
+// tuneTruthSeeds is how many searches the truth's grid is the median of in
+// the tune tool's runs: KNEEWATCH_TUNE_TRUTH_SEEDS=N, else the bench's
+// (BenchTruthGridSeeds).
+func tuneTruthSeeds() int {
+	if n, err := strconv.Atoi(os.Getenv("KNEEWATCH_TUNE_TRUTH_SEEDS")); err == nil && n > 0 {
+		return n
+	}
+	return BenchTruthGridSeeds
 }
