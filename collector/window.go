@@ -261,7 +261,9 @@ next:
 }
 
 // gaugeValues are the window's samples of one gauge, oldest first; nil
-// when it has none, or any is not a finite number ≥ 0.
+// when it has none. A sample that is no count (negative, NaN, ±Inf) is
+// kept as it is: the knee package then reads the mean alone (see
+// knee.Profile.expectedOutput).
 func (w *Window) gaugeValues(at time.Time, sig Signal) []float64 {
 	pts, err := w.gaugePoints(at, []Signal{sig})
 	if err != nil {
@@ -269,9 +271,6 @@ func (w *Window) gaugeValues(at time.Time, sig Signal) []float64 {
 	}
 	vs := make([]float64, len(pts))
 	for i, p := range pts {
-		if !(p.v >= 0) || math.IsInf(p.v, 0) {
-			return nil
-		}
 		vs[i] = p.v
 	}
 	return vs

@@ -215,14 +215,6 @@ func (p *Profile) outputRateResolvesLoad(ratio float64) bool {
 	return math.Log2(hi.OutputTokensPerSecond/lo.OutputTokensPerSecond) >= minOutputElasticity
 }
 
-// outputAtRunning is the profile's output tokens/s with running requests
-// in the batch, read linearly between the sweep points' mean running
-// counts (from zero below the first). Points whose running count did not
-// rise past an earlier point's (the batch full at max_num_seqs, the rest
-// queued) are passed over, and past the fullest batch the output is that
-// point's. ok is false when running is unknown or negative, or when the
-// points did not record their running batch (a sweep without engine
-// metrics).
 // expectedOutput is the output tokens/s the curve expects of obs's running
 // batch: its reading at the mean batch, times the bend the sampled batches
 // fluctuated across (the mean of the curve's reading at each sample over
@@ -259,6 +251,14 @@ func (p *Profile) expectedOutput(obs *Observation) (float64, bool) {
 	return atMean * (sum / n) / atSampleMean, true
 }
 
+// outputAtRunning is the profile's output tokens/s with running requests
+// in the batch, read linearly between the sweep points' mean running
+// counts (from zero below the first). Points whose running count did not
+// rise past an earlier point's (the batch full at max_num_seqs, the rest
+// queued) are passed over, and past the fullest batch the output is that
+// point's. ok is false when running is unknown or negative, or when the
+// points did not record their running batch (a sweep without engine
+// metrics).
 func (p *Profile) outputAtRunning(running float64) (float64, bool) {
 	if !nonNegative(running) || len(p.Points) == 0 || !(p.Points[0].Running > 0) {
 		return 0, false

@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -27,13 +26,7 @@ import (
 )
 
 func main() {
-	// The bench is a batch job on a machine with memory to spare, and its
-	// simulator and PromQL engine allocate steadily: a collection every
-	// doubling of the live heap (GOGC=100) put a tenth of its CPU into the
-	// collector and its write barriers. GOGC in the environment still wins.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
+	detection.CollectGarbageLessOften()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -18,6 +20,18 @@ import (
 // 8B/H100 RAG deployment with a tight SLO at 1.2× slower read 3.0 in flight
 // on one seed and 4.5 and 4.6 on two others.
 const BenchTruthGridSeeds = 3
+
+// CollectGarbageLessOften sets the garbage collector's target to 400% (Go's
+// default is 100%) unless GOGC is set, for cmd/kneewatch-bench and this
+// package's tests. A bench run is a batch job on a machine with memory to
+// spare, and its simulator and PromQL engine allocate steadily: at the
+// default, the collector and its write barriers took about a tenth of the
+// bench's CPU.
+func CollectGarbageLessOften() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+}
 
 // Options configure a bench run. The zero value of a field means its default.
 type Options struct {
