@@ -95,6 +95,10 @@ type HeadroomExhausted struct {
 	// KeepFiringFor is the page's keep_firing_for: a condition that lapses
 	// for less than this and returns stays one page (0: resolve at once).
 	KeepFiringFor Duration `yaml:"keep_firing_for"`
+	// WatchedFor keeps the page quiet until kneewatch has counted a
+	// replica's requests for this long: a replica that starts serving at
+	// full rate overshoots while its batch fills (0: no wait).
+	WatchedFor Duration `yaml:"watched_for"`
 }
 
 // PastKnee is the abrupt-overload page threshold.
@@ -147,6 +151,7 @@ func DefaultAlerts() Alerts {
 			PredictConfirm:  0,
 			PredictGuard:    0.6,
 			KeepFiringFor:   Duration(5 * time.Minute),
+			WatchedFor:      Duration(2 * time.Minute),
 		},
 		PastKnee:       PastKnee{Below: 0, For: 0, KeepFiringFor: Duration(5 * time.Minute)},
 		SLOObjective:   0.99,

@@ -96,7 +96,7 @@ func TestMinimalConfigGetsEveryDefault(t *testing.T) {
 		},
 		Alerts: Alerts{
 			HeadroomLow:       HeadroomLow{Below: 0.2, For: Duration(10 * time.Minute)},
-			HeadroomExhausted: HeadroomExhausted{Below: 0, Hold: Duration(30 * time.Second), SustainRequests: 100, QuickRequests: 50, QuickBelow: -0.25, RecoveredAbove: 0.2, PredictGuard: 0.6, KeepFiringFor: Duration(5 * time.Minute)},
+			HeadroomExhausted: HeadroomExhausted{Below: 0, Hold: Duration(30 * time.Second), SustainRequests: 100, QuickRequests: 50, QuickBelow: -0.25, RecoveredAbove: 0.2, PredictGuard: 0.6, KeepFiringFor: Duration(5 * time.Minute), WatchedFor: Duration(2 * time.Minute)},
 			PastKnee:          PastKnee{Below: 0, For: 0, KeepFiringFor: Duration(5 * time.Minute)},
 			SLOObjective:      0.99,
 			KVPressure:        KVPressure{Margin: 0.05, PreemptionsPerSecond: 0.1, For: Duration(10 * time.Minute)},

@@ -399,8 +399,11 @@ func TestPagesRouteToTheNamespaceThatServesTheModel(t *testing.T) {
 	// The headroom page's hold and for are short enough for it to fire
 	// within the 30 s group_wait after the SLO burns open its namespace's
 	// group (about 5 s after the breach): an alert joining a group after
-	// its first notification waits for group_interval (5 m).
-	fmt.Fprintf(&cfg, "alerts:\n  headroom_exhausted: {hold: %s, for: %s}\n", model.Duration(routePageHold), model.Duration(routePageFor))
+	// its first notification waits for group_interval (5 m). Its wait for
+	// a replica just watched is as short, or the replicas of this minute-long
+	// test would not be paged at all.
+	fmt.Fprintf(&cfg, "alerts:\n  headroom_exhausted: {hold: %s, for: %s, watched_for: %s}\n",
+		model.Duration(routePageHold), model.Duration(routePageFor), model.Duration(routePageHold))
 	configPath := filepath.Join(dir, "kneewatch.yml")
 	writeFile(t, configPath, cfg.String())
 	kw, kwAddr, rulesPath := startKneewatch(t, dir, kneewatchBin, configPath)

@@ -56,6 +56,13 @@ func PredictLinear(v *parser.VectorSelector, lookback, horizon time.Duration) pa
 	return Call("predict_linear", Matrix(v, lookback), Num(horizon.Seconds()))
 }
 
+// Offset is v read d in the past (PromQL's offset modifier).
+func Offset(v *parser.VectorSelector, d time.Duration) *parser.VectorSelector {
+	c := *v
+	c.OriginalOffset = d
+	return &c
+}
+
 // MaxOverTime is the largest value of v over window.
 func MaxOverTime(v *parser.VectorSelector, window time.Duration) parser.Expr {
 	return Call("max_over_time", Matrix(v, window))

@@ -57,9 +57,14 @@ func (g *generator) headroomExhausted() rulefmt.Rule {
 	if o.OverloadBelow < 0 {
 		arms = append(arms, pql.Lt(raw, pql.Num(o.OverloadBelow)))
 	}
+	expr := pql.AnyOf(arms...)
+	if o.WatchedFor > 0 {
+		watched := pql.MaxBy(g.replicaBy(), pql.Offset(g.kw(catalog.MetricReplicaRequests), o.WatchedFor))
+		expr = pql.And(expr, watched, pql.On(g.replicaBy()...))
+	}
 	return g.alert(alertSpec{
 		name:       AlertHeadroomExhausted,
-		expr:       pql.AnyOf(arms...),
+		expr:       expr,
 		forDur:     o.For,
 		keepFiring: o.KeepFiringFor,
 		page:       true,

@@ -37,6 +37,7 @@ func FromConfig(a config.Alerts, evaluationWindow time.Duration) (Options, error
 	o.PastKnee.Below = a.PastKnee.Below
 	o.PastKnee.For = a.PastKnee.For.D()
 	o.HeadroomExhausted.KeepFiringFor = a.HeadroomExhausted.KeepFiringFor.D()
+	o.HeadroomExhausted.WatchedFor = a.HeadroomExhausted.WatchedFor.D()
 	o.PastKnee.KeepFiringFor = a.PastKnee.KeepFiringFor.D()
 
 	o.SLO.Objective = a.SLOObjective
@@ -104,6 +105,7 @@ var configNames = func() *strings.Replacer {
 		{"HeadroomExhausted.PredictConfirm", "alerts.headroom_exhausted.predict_confirm"},
 		{"HeadroomExhausted.PredictHorizon", "alerts.headroom_exhausted.predict_window"},
 		{"HeadroomExhausted.KeepFiringFor", "alerts.headroom_exhausted.keep_firing_for"},
+		{"HeadroomExhausted.WatchedFor", "alerts.headroom_exhausted.watched_for"},
 		{"HeadroomExhausted.PredictBelow", "alerts.headroom_exhausted.predict_guard"},
 		{"HeadroomExhausted.BelowHold", "alerts.headroom_exhausted.hold"},
 		{"HeadroomExhausted.Below", "alerts.headroom_exhausted.below"},

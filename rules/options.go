@@ -102,6 +102,17 @@ type HeadroomExhaustedOptions struct {
 	// low-rate replica whose first Poisson burst took it to the knee was
 	// paged 30 s after it appeared, on two or three requests.
 	SustainFloorRequests int
+	// WatchedFor, when > 0, keeps the page quiet until kneewatch has
+	// counted a replica's requests for at least this long (its requests
+	// counter existed WatchedFor ago). A replica that starts serving at
+	// full rate overshoots at first: every request is in flight and none
+	// has finished, its output trails the batch while the batch fills
+	// with prefills, and its longest averaging window is the last half
+	// minute, which at a few long requests a second holds the
+	// SustainFloorRequests. On the tune half a 70B summarization replica
+	// at 0.7x of its knee read -399% (effective load) 25 s after it
+	// appeared and paged at 30 s; its true headroom never went under -10%.
+	WatchedFor time.Duration
 	// SustainWindows are the averaging windows to choose from, shortest
 	// first. A zero window is the exported headroom itself (kneewatch's own
 	// evaluation window, SustainBaseWindow long).
@@ -372,10 +383,22 @@ func DefaultOptions() Options {
 			// unchanged on both (2, 17 of 19, 49 of 52; 8, 38 of 44, 91
 			// of 92). A floor of 10 removed none of them, 40 the same.
 			SustainFloorRequests: 20,
-			RecoveredAbove:       0.20,
-			PredictBelow:         0.60,
-			PredictLookback:      5 * time.Minute,
-			PredictHorizon:       0,
+			// A replica is paged on only once kneewatch has counted its
+			// requests for 2 minutes: the floor above still let a busy
+			// replica of long requests page on its first half minute.
+			// On the tune half (132 scenarios, 2026-12-07) false pages in
+			// all 13 -> 12 (a 70B summarization replica paged at 0:30,
+			// quiet with it), nothing else moved (safe paged 2, early 17
+			// of 19, abrupt 49 of 52); 1 minute removed none, 3 minutes
+			// the same one. On the tune scenarios drawn 264 strong that
+			// are not in it, no figure moved at 1, 2 or 3 minutes (8 of
+			// 87 safe paged, 30 false pages in all, early 37 of 44, abrupt
+			// 91 of 92) (TestTunePageVariants, KNEEWATCH_TUNE_WATCHED).
+			WatchedFor:      2 * time.Minute,
+			RecoveredAbove:  0.20,
+			PredictBelow:    0.60,
+			PredictLookback: 5 * time.Minute,
+			PredictHorizon:  0,
 			// The windows the sustained average chooses from, and
 			// kneewatch's own evaluation window (serve's default). Finer
 			// steps (3m and 7m added) bring the average closer to the 100

@@ -54,14 +54,15 @@ func TestAZeroHorizonTurnsTheTrendArmOff(t *testing.T) {
 
 // The shipped page reads the headroom averaged over 100 requests, past the
 // knee for 30s, or averaged over 50 requests, 25% past it for 30s, each
-// while the last window's is under 20%, with no trend arm (see
-// DefaultOptions).
+// while the last window's is under 20%, with no trend arm, for a replica
+// whose requests kneewatch has counted for 2m (see DefaultOptions).
 func TestTheShippedPageIsTheSustainedHeadroomPastTheKnee(t *testing.T) {
 	expr := strings.Join(strings.Fields(pageExpr(t, DefaultOptions())), " ")
-	recovered := " and on (replica, model, profile, namespace, pod, cluster) " +
-		"(max by (replica, model, profile, namespace, pod, cluster) (kneewatch_replica_headroom_ratio) < 0.2)"
-	if want := "( (max_over_time(kneewatch:replica_headroom_ratio:sustained[30s]) < 0)" + recovered + " ) or " +
-		"( (max_over_time(kneewatch:replica_headroom_ratio:quick[30s]) < -0.25)" + recovered + " )"; expr != want {
+	by := "(replica, model, profile, namespace, pod, cluster)"
+	recovered := " and on " + by + " (max by " + by + " (kneewatch_replica_headroom_ratio) < 0.2)"
+	if want := "( ( (max_over_time(kneewatch:replica_headroom_ratio:sustained[30s]) < 0)" + recovered + " ) or " +
+		"( (max_over_time(kneewatch:replica_headroom_ratio:quick[30s]) < -0.25)" + recovered + " ) )" +
+		" and on " + by + " max by " + by + " ( kneewatch_replica_requests_total offset 2m )"; expr != want {
 		t.Errorf("the shipped page is\n%s\nwant %s", expr, want)
 	}
 }
@@ -107,5 +108,20 @@ func TestTheQuickArmReadsFewerRequests(t *testing.T) {
 		if expr := pageExpr(t, o); strings.Contains(expr, "quick") || strings.Contains(expr, "-0.4") {
 			t.Errorf("the quick arm stays on:\n%s", expr)
 		}
+	}
+}
+
+// Without WatchedFor the page has no watched gate; with it, the gate reads
+// the requests counter that far back, so a series younger than that
+// matches nothing.
+func TestWatchedForGatesThePageOnTheRequestsCounterThatOld(t *testing.T) {
+	o := DefaultOptions()
+	o.HeadroomExhausted.WatchedFor = 0
+	if expr := pageExpr(t, o); strings.Contains(expr, "offset") {
+		t.Errorf("WatchedFor 0 still gates the page:\n%s", expr)
+	}
+	o.HeadroomExhausted.WatchedFor = 3 * time.Minute
+	if expr := pageExpr(t, o); !strings.Contains(expr, "kneewatch_replica_requests_total offset 3m") {
+		t.Errorf("WatchedFor 3m does not read the requests counter 3m back:\n%s", expr)
 	}
 }

@@ -81,6 +81,9 @@ func headroomExhaustedParameters(h HeadroomExhaustedOptions) []string {
 	if h.PredictHorizon > 0 {
 		ps = append(ps, pct(h.PredictBelow), dur(h.PredictLookback), dur(h.PredictHorizon))
 	}
+	if h.WatchedFor > 0 {
+		ps = append(ps, dur(h.WatchedFor))
+	}
 	return append(ps, keepFiringParameter(h.KeepFiringFor)...)
 }
 

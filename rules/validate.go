@@ -61,6 +61,7 @@ func (o Options) Validate() error {
 	notNegative(&p, "HeadroomExhausted.PredictHorizon", ex.PredictHorizon)
 	notNegative(&p, "HeadroomExhausted.For", ex.For)
 	notNegative(&p, "HeadroomExhausted.KeepFiringFor", ex.KeepFiringFor)
+	notNegative(&p, "HeadroomExhausted.WatchedFor", ex.WatchedFor)
 	notNegative(&p, "HeadroomExhausted.BelowHold", ex.BelowHold)
 	notNegative(&p, "HeadroomExhausted.PredictHold", ex.PredictHold)
 	if pk := o.PastKnee; !(pk.Below <= ex.Below) {

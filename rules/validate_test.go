@@ -28,6 +28,8 @@ func TestInvalidOptionsAreRejectedNamingTheField(t *testing.T) {
 			"HeadroomExhausted.PredictHorizon"},
 		{"a negative hold of the trend arm", func(o *Options) { o.HeadroomExhausted.PredictHold = -time.Minute },
 			"HeadroomExhausted.PredictHold"},
+		{"a negative watched-for time", func(o *Options) { o.HeadroomExhausted.WatchedFor = -time.Minute },
+			"HeadroomExhausted.WatchedFor: must not be negative, got -1m0s"},
 		{"a trend confirmation as long as the trend", func(o *Options) { o.HeadroomExhausted.PredictConfirm = o.HeadroomExhausted.PredictLookback },
 			"HeadroomExhausted.PredictConfirm: 5m must be shorter than HeadroomExhausted.PredictLookback (5m): it confirms the most recent part of the trend"},
 		{"an overload threshold before the knee", func(o *Options) { o.HeadroomExhausted.OverloadBelow = 0.1 },

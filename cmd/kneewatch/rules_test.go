@@ -147,9 +147,10 @@ alerts:
 	}
 	for alert, want := range map[string]string{
 		"KneewatchHeadroomLow": "kneewatch_replica_headroom_ratio < 0.25 for 2m team=search",
-		"KneewatchHeadroomExhausted": "(max_over_time(kneewatch_replica_headroom_ratio[1m]) < 0.02)\nor\n(\n    (kneewatch_replica_headroom_ratio < 0.12)\n  and\n" +
-			"    (\n        (predict_linear(kneewatch_replica_headroom_ratio[5m], 180) <= 0)\n      and\n" +
-			"        (predict_linear(kneewatch_replica_headroom_ratio[2m], 180) <= 0)\n    )\n) for 15s team=search",
+		"KneewatchHeadroomExhausted": "(\n    (max_over_time(kneewatch_replica_headroom_ratio[1m]) < 0.02)\n  or\n    (\n        (kneewatch_replica_headroom_ratio < 0.12)\n      and\n" +
+			"        (\n            (predict_linear(kneewatch_replica_headroom_ratio[5m], 180) <= 0)\n          and\n" +
+			"            (predict_linear(kneewatch_replica_headroom_ratio[2m], 180) <= 0)\n        )\n    )\n)\n" +
+			"and on (replica, model, profile, namespace, pod, cluster)\nmax by (replica, model, profile, namespace, pod, cluster) (\n  kneewatch_replica_requests_total offset 2m\n) for 15s team=search",
 	} {
 		if diff := cmp.Diff(want, got[alert]); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", alert, diff)

@@ -160,6 +160,21 @@ func tuneVariants() []PageVariant {
 			{Name: "F40 floor 40 requests", Options: floor(40), PastKnee: pk},
 		}
 	}
+	// KNEEWATCH_TUNE_WATCHED: no page until kneewatch has counted a
+	// replica's requests for so long (rules.HeadroomExhaustedOptions.WatchedFor).
+	// Against no such gate (2026-12-07), on the tune half false pages in
+	// all 13 at 1m, 12 at 2m and 3m, nothing else moved; on the larger
+	// draw's new scenarios nothing moved (see DefaultOptions).
+	if os.Getenv("KNEEWATCH_TUNE_WATCHED") != "" {
+		watched := func(d time.Duration) rules.HeadroomExhaustedOptions {
+			return with(func(o *rules.HeadroomExhaustedOptions) { o.WatchedFor = d })
+		}
+		return []PageVariant{
+			{Name: "W1 watched 1m", Options: watched(time.Minute), PastKnee: pk},
+			{Name: "W0 no gate", Options: watched(0), PastKnee: pk},
+			{Name: "W3 watched 3m", Options: watched(3 * time.Minute), PastKnee: pk},
+		}
+	}
 	if os.Getenv("KNEEWATCH_TUNE_FEWER") != "" {
 		return []PageVariant{
 			{Name: "R50 50 requests", Options: sustain(50, 0), PastKnee: pk},

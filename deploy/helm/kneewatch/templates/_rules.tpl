@@ -136,6 +136,7 @@ Each helper returns a JSON object; zero is true for a value of 0.
 {{- $_ := set $p "headroom_exhausted_predict_confirm" (include "kneewatch.rules.duration" (dict "values" .Values "path" "config.alerts.headroom_exhausted.predict_confirm" "default" "0s") | fromJson) }}
 {{- $_ := set $p "headroom_exhausted_predict_guard" (include "kneewatch.rules.ratio" (dict "values" .Values "path" "config.alerts.headroom_exhausted.predict_guard" "default" 0.6) | fromJson) }}
 {{- $_ := set $p "headroom_exhausted_keep_firing_for" (include "kneewatch.rules.duration" (dict "values" .Values "path" "config.alerts.headroom_exhausted.keep_firing_for" "default" "5m") | fromJson) }}
+{{- $_ := set $p "headroom_exhausted_watched_for" (include "kneewatch.rules.duration" (dict "values" .Values "path" "config.alerts.headroom_exhausted.watched_for" "default" "2m") | fromJson) }}
 {{- $_ := set $p "past_knee_below" (include "kneewatch.rules.ratio" (dict "values" .Values "path" "config.alerts.past_knee.below" "default" 0) | fromJson) }}
 {{- $_ := set $p "past_knee_for" (include "kneewatch.rules.duration" (dict "values" .Values "path" "config.alerts.past_knee.for" "default" "0s") | fromJson) }}
 {{- $_ := set $p "past_knee_keep_firing_for" (include "kneewatch.rules.duration" (dict "values" .Values "path" "config.alerts.past_knee.keep_firing_for" "default" "5m") | fromJson) }}
@@ -171,6 +172,9 @@ config.alerts.headroom_exhausted.recovered_above: {{ $p.headroom_exhausted_recov
 {{- end }}
 {{- if not $p.headroom_exhausted_predict_window.zero }}
 config.alerts.headroom_exhausted.predict_window: {{ $p.headroom_exhausted_predict_window.dur }} adds the trend arm to the page
+{{- end }}
+{{- if $p.headroom_exhausted_watched_for.zero }}
+config.alerts.headroom_exhausted.watched_for: {{ $p.headroom_exhausted_watched_for.dur }} takes the new-replica wait out of the page
 {{- end }}
 {{- end }}
 
@@ -899,23 +903,29 @@ groups:
       - alert: KneewatchHeadroomExhausted
         expr: |-
           (
-              (max_over_time(kneewatch:replica_headroom_ratio:sustained[{{ $p.headroom_exhausted_hold.dur }}]) < {{ $p.headroom_exhausted_below.num }})
-            and on (replica, model, profile, namespace, pod, cluster)
               (
-                  max by (replica, model, profile, namespace, pod, cluster) (kneewatch_replica_headroom_ratio)
-                <
-                  {{ $p.headroom_exhausted_recovered_above.num }}
+                  (max_over_time(kneewatch:replica_headroom_ratio:sustained[{{ $p.headroom_exhausted_hold.dur }}]) < {{ $p.headroom_exhausted_below.num }})
+                and on (replica, model, profile, namespace, pod, cluster)
+                  (
+                      max by (replica, model, profile, namespace, pod, cluster) (kneewatch_replica_headroom_ratio)
+                    <
+                      {{ $p.headroom_exhausted_recovered_above.num }}
+                  )
+              )
+            or
+              (
+                  (max_over_time(kneewatch:replica_headroom_ratio:quick[{{ $p.headroom_exhausted_hold.dur }}]) < {{ $p.headroom_exhausted_quick_below.num }})
+                and on (replica, model, profile, namespace, pod, cluster)
+                  (
+                      max by (replica, model, profile, namespace, pod, cluster) (kneewatch_replica_headroom_ratio)
+                    <
+                      {{ $p.headroom_exhausted_recovered_above.num }}
+                  )
               )
           )
-          or
-          (
-              (max_over_time(kneewatch:replica_headroom_ratio:quick[{{ $p.headroom_exhausted_hold.dur }}]) < {{ $p.headroom_exhausted_quick_below.num }})
-            and on (replica, model, profile, namespace, pod, cluster)
-              (
-                  max by (replica, model, profile, namespace, pod, cluster) (kneewatch_replica_headroom_ratio)
-                <
-                  {{ $p.headroom_exhausted_recovered_above.num }}
-              )
+          and on (replica, model, profile, namespace, pod, cluster)
+          max by (replica, model, profile, namespace, pod, cluster) (
+            kneewatch_replica_requests_total offset {{ $p.headroom_exhausted_watched_for.dur }}
           )
 {{- if not $p.headroom_exhausted_for.zero }}
         for: {{ $p.headroom_exhausted_for.dur }}

@@ -89,7 +89,7 @@ var alertValueSets = []struct {
 	{"the warning at 30% for 5m", alertValues(map[string]any{"headroom_low": map[string]any{"below": 0.3, "for": "5m"}})},
 	{"every threshold and duration changed", alertValues(map[string]any{
 		"headroom_low":       map[string]any{"below": 0.35, "for": "600s"},
-		"headroom_exhausted": map[string]any{"below": 0.05, "for": "1m30s", "hold": "45s", "sustain_requests": 250, "recovered_above": 0.3, "keep_firing_for": "0", "predict_guard": 0.5, "predict_confirm": "2m"},
+		"headroom_exhausted": map[string]any{"below": 0.05, "for": "1m30s", "hold": "45s", "sustain_requests": 250, "recovered_above": 0.3, "keep_firing_for": "0", "predict_guard": 0.5, "predict_confirm": "2m", "watched_for": "5m"},
 		"past_knee":          map[string]any{"below": -0.1, "for": "0s", "keep_firing_for": "1h"},
 		"slo_objective":      0.999,
 		"kv_pressure":        map[string]any{"margin": 0.1, "preemptions_per_second": 2, "for": "1m"},
@@ -100,7 +100,7 @@ var alertValueSets = []struct {
 	{"all probes failing over 15m, longer than the warning's window", alertValues(map[string]any{"probes_failing": map[string]any{"all_failing_for": "15m"}})},
 	{"edge numbers and durations", alertValues(map[string]any{
 		"headroom_low":       map[string]any{"below": 0.12345, "for": "7d"},
-		"headroom_exhausted": map[string]any{"below": 0.07, "hold": "1500ms", "sustain_requests": 2000000, "recovered_above": 1, "keep_firing_for": "365d"},
+		"headroom_exhausted": map[string]any{"below": 0.07, "hold": "1500ms", "sustain_requests": 2000000, "recovered_above": 1, "keep_firing_for": "365d", "watched_for": "1500ms"},
 		"past_knee":          map[string]any{"below": -0.999999},
 		"slo_objective":      0.99999999999999,
 		"kv_pressure":        map[string]any{"margin": 0, "preemptions_per_second": 1e-07},
@@ -166,6 +166,7 @@ func drawAlertValues(r *rand.Rand) map[string]any {
 			"quick_requests": 1 + r.IntN(sustain-1), "quick_below": between(-2, below),
 			"predict_guard": between(below, 1), "keep_firing_for": duration(true),
 			"predict_confirm": fmt.Sprintf("%ds", r.IntN(300)),
+			"watched_for":     rangeDuration(),
 		},
 		"past_knee":     map[string]any{"below": knee, "for": duration(true), "keep_firing_for": duration(true)},
 		"slo_objective": between(0.931, 1),
@@ -288,6 +289,7 @@ func TestPrometheusRuleRefusesValuesItsTemplateCannotFollow(t *testing.T) {
 		{"a page on the exported headroom", "sustain_requests", 0, "config.alerts.headroom_exhausted.sustain_requests: 0 makes the page read the exported headroom"},
 		{"a page without its recovery guard", "recovered_above", 0, "config.alerts.headroom_exhausted.recovered_above: 0 takes the recovery guard out"},
 		{"a page with a trend arm", "predict_window", "10m", "config.alerts.headroom_exhausted.predict_window: 10m adds the trend arm to the page"},
+		{"a page on a replica just watched", "watched_for", "0s", "config.alerts.headroom_exhausted.watched_for: 0s takes the new-replica wait out of the page"},
 	} {
 		t.Run(tc.name+" is refused with directions", func(t *testing.T) {
 			vf := valuesFile(t, alertValues(map[string]any{"headroom_exhausted": map[string]any{tc.key: tc.value}}))
