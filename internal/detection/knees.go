@@ -170,6 +170,19 @@ func (k *kneeCache) grid(ctx context.Context, sc *Scenario) (*kneeGrid, error) {
 		for j, f := range g.slowdowns {
 			// At nominal conditions the truth is the sweep kneewatch is
 			// given; elsewhere the median of Options.TruthGridSeeds.
+			// Tried instead (2026-12-07): the given sweep's knee moved by
+			// the ratio of the medians there and at nominal (2 more
+			// nominal searches), so its own noise would not be charged
+			// only where conditions change. On the tune half (3 seeds)
+			// headroom error p95 mix-ramp 0.255 -> 0.228 and mix-step
+			// 0.196 -> 0.196, but throttle-ramp 0.117 -> 0.148 and
+			// throttle-step 0.103 -> 0.162: a profile's speed model is
+			// knees searched on their own, whose noise is not the nominal
+			// search's (an 8B/H100 summarization sweep: 18.2 in flight at
+			// nominal on its seed, 21.1 and 24.5 on two others, and 15.05
+			// at 0.8 speed, where the three seeds' median at 1.2x slower
+			// was 15.0), while the mix model is anchored at the nominal
+			// knee and carries its noise. Neither truth suits both.
 			caches := []*kneeCache{k}
 			if share > 0 || f != 1 {
 				caches = append(caches, k.gridSeeds...)
