@@ -7,8 +7,10 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/kneewatch/kneewatch/internal/sim"
+	"github.com/kneewatch/kneewatch/knee"
 	"github.com/kneewatch/kneewatch/workload"
 )
 
@@ -67,5 +69,66 @@ func TestPoissonKneeSeedSpread(t *testing.T) {
 		len(deps), 100*median(inFlightSpreads), 100*slices.Max(inFlightSpreads), 100*median(rateSpreads), 100*slices.Max(rateSpreads))
 	if math.IsNaN(median(inFlightSpreads)) {
 		t.Error("no spread measured")
+	}
+}
+
+// TestPoissonKneeTrialLength measures how the true knee moves with the
+// length of its search's trials: a trial keeps the SLO only if the
+// windowed percentile (over at least 100 requests) holds at every tick of
+// its steady part, so a longer trial is a stricter test, and at a low
+// request rate the default 20 minutes (stretched to 150 requests, see
+// sim's trialSteady) hold one or two independent windows. For a few
+// low-rate deployments and one at 3 requests/s, the knee in flight at
+// seeds 1001-5001 with a steady part of 20 and of 100 minutes. A tool run
+// by hand (KNEEWATCH_KNEE_TRIAL_LENGTH=1, under a minute). On 2026-12-07:
+//
+//	8b-L4 summarize tight (0.08 req/s)  20m: 2.95 2.00 2.57 2.12 3.34   100m: 1.88 1.85 1.88 1.97 1.73
+//	8b-L4 RAG tight (0.28 req/s)        20m: 2.85 3.44 3.57 3.73 3.35   100m: 2.74 3.21 2.68 2.68 2.73
+//	70B/H200 long-context tight (0.22)  20m: 13.1 13.3 12.4 13.7 13.3   100m: 7.69 8.74 7.73 7.78 7.94
+//	8B/H100 RAG tight (3.1 req/s)       20m: 5.62 7.49 8.15 7.62 5.15   100m: 5.92 4.85 7.35 4.46 4.94
+//
+// At a low rate the longer trial is both steadier and lower (the 70B
+// long-context knee by 40%): the truth and every profile the bench gives
+// kneewatch are searches of the shorter kind.
+func TestPoissonKneeTrialLength(t *testing.T) {
+	if os.Getenv("KNEEWATCH_KNEE_TRIAL_LENGTH") == "" {
+		t.Skip("set KNEEWATCH_KNEE_TRIAL_LENGTH to measure the true knee against its trials' length (under a minute)")
+	}
+	ctx := context.Background()
+	o := Options{}.withDefaults()
+	kc := newKneeCache(o)
+	for _, dep := range []Deployment{
+		{Preset: "llama-3.1-8b-l4", Workload: "summarize", Tightness: "tight"},
+		{Preset: "llama-3.1-8b-l4", Workload: "rag", Tightness: "tight"},
+		{Preset: "llama-3.3-70b-fp8-h200", Workload: "long-context", Tightness: "tight"},
+		{Preset: "llama-3.1-8b-h100", Workload: "rag", Tightness: "tight"},
+	} {
+		slo, err := kc.slo(ctx, dep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		preset, err := sim.LoadPreset(dep.Preset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, steady := range []time.Duration{poissonSteady, 5 * poissonSteady} {
+			var knees []float64
+			for i := uint64(1); i <= 5; i++ {
+				seed := i*1000 + 1
+				gen, err := blendGenerator(dep.Workload, "", 0, seed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := sim.FindKnee(ctx, sim.KneeConfig{Engine: sim.Config{Preset: preset, Slowdown: 1}, Workload: gen, SLO: slo, Seed: seed,
+					MaxConcurrency: preset.MaxNumSeqs, Arrivals: knee.ArrivalsPoisson,
+					OpenLoop: sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: steady, Tick: o.ScrapeInterval, SLOWindow: o.SLOWindow,
+						Low: poissonLow, Steps: poissonSteps}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				knees = append(knees, p.Knee.Concurrency)
+			}
+			fmt.Printf("%s/%s %s: steady %s, knees in flight %.3g\n", dep.Preset, dep.Workload, dep.Tightness, steady, knees)
+		}
 	}
 }
