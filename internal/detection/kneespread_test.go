@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/internal/sim"
-	"github.com/kneewatch/kneewatch/knee"
 	"github.com/kneewatch/kneewatch/workload"
 )
 
@@ -113,16 +112,10 @@ func TestPoissonKneeTrialLength(t *testing.T) {
 		}
 		for _, steady := range []time.Duration{poissonSteady, 5 * poissonSteady} {
 			var knees []float64
+			ol := sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: steady, Tick: o.ScrapeInterval, SLOWindow: o.SLOWindow,
+				Low: poissonLow, Steps: poissonSteps}
 			for i := uint64(1); i <= 5; i++ {
-				seed := i*1000 + 1
-				gen, err := blendGenerator(dep.Workload, "", 0, seed)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p, err := sim.FindKnee(ctx, sim.KneeConfig{Engine: sim.Config{Preset: preset, Slowdown: 1}, Workload: gen, SLO: slo, Seed: seed,
-					MaxConcurrency: preset.MaxNumSeqs, Arrivals: knee.ArrivalsPoisson,
-					OpenLoop: sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: steady, Tick: o.ScrapeInterval, SLOWindow: o.SLOWindow,
-						Low: poissonLow, Steps: poissonSteps}})
+				p, err := poissonKneeWith(ctx, dep.Workload, preset, 1, slo, i*1000+1, ol)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -133,15 +133,22 @@ func dilatedKnee(ctx context.Context, dep Deployment, s float64) (knee.Profile, 
 // (1: as the bench runs it), arrivals and lengths drawn from seed.
 func poissonKneeAt(ctx context.Context, workloadName string, preset sim.Preset, slowdown float64, slo knee.SLO, timeScale float64, seed uint64) (knee.Profile, error) {
 	o := Options{}.withDefaults()
+	d := func(x time.Duration) time.Duration { return time.Duration(float64(x) * timeScale) }
+	return poissonKneeWith(ctx, workloadName, preset, slowdown, slo, seed,
+		sim.OpenLoopConfig{Warmup: d(poissonWarmup), Steady: d(poissonSteady), Tick: d(o.ScrapeInterval), SLOWindow: d(o.SLOWindow),
+			Low: poissonLow, Steps: poissonSteps})
+}
+
+// poissonKneeWith is a Poisson knee search of a workload on preset slowed
+// down by slowdown, under slo, with the search settings ol, arrivals and
+// lengths drawn from seed.
+func poissonKneeWith(ctx context.Context, workloadName string, preset sim.Preset, slowdown float64, slo knee.SLO, seed uint64, ol sim.OpenLoopConfig) (knee.Profile, error) {
 	gen, err := blendGenerator(workloadName, "", 0, seed)
 	if err != nil {
 		return knee.Profile{}, err
 	}
-	d := func(x time.Duration) time.Duration { return time.Duration(float64(x) * timeScale) }
 	return sim.FindKnee(ctx, sim.KneeConfig{Engine: sim.Config{Preset: preset, Slowdown: slowdown}, Workload: gen, SLO: slo, Seed: seed,
-		MaxConcurrency: preset.MaxNumSeqs, Arrivals: knee.ArrivalsPoisson,
-		OpenLoop: sim.OpenLoopConfig{Warmup: d(poissonWarmup), Steady: d(poissonSteady), Tick: d(o.ScrapeInterval), SLOWindow: d(o.SLOWindow),
-			Low: poissonLow, Steps: poissonSteps}})
+		MaxConcurrency: preset.MaxNumSeqs, Arrivals: knee.ArrivalsPoisson, OpenLoop: ol})
 }
 
 // TestSpeedPointBias asks whether a speed model's point (the knee at full
