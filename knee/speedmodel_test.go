@@ -164,3 +164,25 @@ func TestAnInconsistentSpeedModelIsNamed(t *testing.T) {
 		})
 	}
 }
+
+func TestASpeedPointRisesAboveTheKneeOnlyBeyondTheTolerance(t *testing.T) {
+	k := Knee{Concurrency: 12, RequestsPerSecond: 0.5}
+	for _, tt := range []struct {
+		rate float64
+		want bool
+	}{
+		{0.4, false},  // slower, as it should be
+		{0.5, false},  // as fast: a flat speed model
+		{0.55, false}, // 10% above: within a search's noise
+		{0.56, true},  // beyond it
+		{0.62, true},  // the 70B/H200 RAG point that failed a sweep at its end
+	} {
+		pt := SpeedPoint{Speed: 0.8, Concurrency: 10, RequestsPerSecond: tt.rate}
+		if got := pt.RisesAbove(k); got != tt.want {
+			t.Errorf("a point at %g requests/s against a knee at %g: RisesAbove = %v, want %v", tt.rate, k.RequestsPerSecond, got, tt.want)
+		}
+	}
+	if (SpeedPoint{Speed: 0.8, Concurrency: 10, RequestsPerSecond: 3}).RisesAbove(Knee{Concurrency: 12}) {
+		t.Error("a knee without a request rate (a closed-loop v1 profile) has nothing to rise above")
+	}
+}
