@@ -213,6 +213,17 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 // long enough for 1.5 × knee.MinWindowRequests arrivals, so a slow
 // deployment's windowed percentiles are taken over requests of the steady
 // part rather than left unknown.
+//
+// Tried and not kept (2026-12-07): as many windows at a low rate as steady
+// holds at a high one (10 of 100 requests each; 3.5 h at 0.08 requests/s).
+// The knee fell where rates are low (70B/H200 long-context tight from
+// about 13 to 8-10 in flight) but was no steadier across seeds, and on the
+// detection suite's tune half, against this trial, false pages went from
+// 12 to 16 and the headroom error's p95 rose in most families (mix-step
+// 0.196 to 0.265, throttle-ramp 0.117 to 0.141), while 8 fewer scenarios
+// breached: a knee that must hold for hours sits below what breaks in a
+// scenario's half hour, whose ground truth judges about as many windows as
+// this trial does.
 func trialSteady(steady time.Duration, rate float64) time.Duration {
 	need := time.Duration(1.5 * knee.MinWindowRequests / rate * float64(time.Second))
 	return max(steady, need.Round(time.Second))
