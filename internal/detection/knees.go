@@ -47,6 +47,13 @@ const (
 	poissonSteps  = 7
 )
 
+// poissonSearch is the bench's Poisson knee search (the settings above),
+// judged at o's scrape interval over its SLO window.
+func poissonSearch(o Options) sim.OpenLoopConfig {
+	return sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: poissonSteady, Tick: o.ScrapeInterval,
+		SLOWindow: o.SLOWindow, Low: poissonLow, Steps: poissonSteps}
+}
+
 // profile is the true knee profile of dep's replica when a share of its
 // traffic comes from alt and its GPU is slowed down by slowdown: the knee
 // measured the way its traffic arrives, with steady Poisson arrivals
@@ -97,10 +104,9 @@ func (k *kneeFinder) profile(ctx context.Context, dep Deployment, alt string, sh
 		// it leaves room to see the flattening.
 		MaxConcurrency: preset.MaxNumSeqs,
 		Arrivals:       knee.ArrivalsPoisson,
-		OpenLoop: sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: poissonSteady, Tick: k.opts.ScrapeInterval,
-			SLOWindow: k.opts.SLOWindow, Low: poissonLow, Steps: poissonSteps},
-		MixScales: mixScales,
-		Speeds:    speeds,
+		OpenLoop:       poissonSearch(k.opts),
+		MixScales:      mixScales,
+		Speeds:         speeds,
 	})
 	if errors.Is(err, sim.ErrMixModel) {
 		// Too few scaled mixes had a knee (the SLO breaks at one request of

@@ -118,8 +118,8 @@ func TestPoissonKneeTrialLength(t *testing.T) {
 		}
 		for _, steady := range []time.Duration{poissonSteady, 5 * poissonSteady} {
 			var knees []float64
-			ol := sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: steady, Tick: o.ScrapeInterval, SLOWindow: o.SLOWindow,
-				Low: poissonLow, Steps: poissonSteps}
+			ol := poissonSearch(o)
+			ol.Steady = steady
 			for i := uint64(1); i <= 5; i++ {
 				p, err := poissonKneeWith(ctx, dep.Workload, preset, 1, slo, i*1000+1, ol)
 				if err != nil {
@@ -164,7 +164,7 @@ func TestPoissonKneeRateAtOtherSeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ol := sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: poissonSteady, Tick: o.ScrapeInterval, SLOWindow: o.SLOWindow, Low: poissonLow, Steps: poissonSteps}
+	ol := poissonSearch(o)
 	kept, trials := 0, 0
 	for _, dep := range deps {
 		slo, err := kc.slo(ctx, dep)

@@ -132,11 +132,11 @@ func dilatedKnee(ctx context.Context, dep Deployment, s float64) (knee.Profile, 
 // slowed down by slowdown, under slo, with every time setting × timeScale
 // (1: as the bench runs it), arrivals and lengths drawn from seed.
 func poissonKneeAt(ctx context.Context, workloadName string, preset sim.Preset, slowdown float64, slo knee.SLO, timeScale float64, seed uint64) (knee.Profile, error) {
-	o := Options{}.withDefaults()
-	d := func(x time.Duration) time.Duration { return time.Duration(float64(x) * timeScale) }
-	return poissonKneeWith(ctx, workloadName, preset, slowdown, slo, seed,
-		sim.OpenLoopConfig{Warmup: d(poissonWarmup), Steady: d(poissonSteady), Tick: d(o.ScrapeInterval), SLOWindow: d(o.SLOWindow),
-			Low: poissonLow, Steps: poissonSteps})
+	ol := poissonSearch(Options{}.withDefaults())
+	for _, x := range []*time.Duration{&ol.Warmup, &ol.Steady, &ol.Tick, &ol.SLOWindow} {
+		*x = time.Duration(float64(*x) * timeScale)
+	}
+	return poissonKneeWith(ctx, workloadName, preset, slowdown, slo, seed, ol)
 }
 
 // poissonKneeWith is a Poisson knee search of a workload on preset slowed
