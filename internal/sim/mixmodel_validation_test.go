@@ -45,6 +45,19 @@ type heldOutMix struct {
 	gen  func(base *workload.Generator, p Preset, wl string) (*workload.Generator, error)
 	// minority: a blend whose other workload is a tenth of the traffic.
 	minority bool
+	// A blend's other workload (alt, or fallback where the deployment
+	// serves alt) and its share of the traffic; empty for a scaled mix.
+	alt, fallback string
+	share         float64
+}
+
+// other is the workload a blend draws its share from when the deployment
+// serves wl.
+func (h heldOutMix) other(wl string) string {
+	if h.alt == wl {
+		return h.fallback
+	}
+	return h.alt
 }
 
 func scaledMix(prompt, output float64) heldOutMix {
@@ -56,13 +69,11 @@ func scaledMix(prompt, output float64) heldOutMix {
 // blendMix blends a share of alt into the workload, or of fallback when
 // the workload is alt; the row names the blend drawn (its trace's source).
 func blendMix(alt, fallback string, share float64) heldOutMix {
-	return heldOutMix{name: fmt.Sprintf("+%.0f%% %s", 100*share, alt), gen: func(_ *workload.Generator, _ Preset, wl string) (*workload.Generator, error) {
-		a := alt
-		if a == wl {
-			a = fallback
-		}
-		return blendTrace(wl, a, share, 1)
-	}}
+	h := heldOutMix{name: fmt.Sprintf("+%.0f%% %s", 100*share, alt), alt: alt, fallback: fallback, share: share}
+	h.gen = func(_ *workload.Generator, _ Preset, wl string) (*workload.Generator, error) {
+		return blendTrace(wl, h.other(wl), share, 1)
+	}
+	return h
 }
 
 // minorityMix is blendMix at a tenth of the traffic.
