@@ -25,9 +25,12 @@ func TestTraceScenarios(t *testing.T) {
 	if !ok {
 		t.Skip("set KNEEWATCH_TRACE=half:id,… to trace generated scenarios")
 	}
-	// KNEEWATCH_TUNE_SIZE as for TestTunePageVariants: a larger tune half.
+	// KNEEWATCH_TUNE_SIZE as for TestTunePageVariants: a larger tune half;
+	// KNEEWATCH_TRACE_SUITE_SEED draws the suite with another seed (as
+	// kneewatch-bench --suite-seed does).
 	size, _ := strconv.Atoi(os.Getenv("KNEEWATCH_TUNE_SIZE"))
-	suite, err := GenerateSuite(SuiteOptions{TuneSize: size})
+	suiteSeed, _ := strconv.ParseUint(os.Getenv("KNEEWATCH_TRACE_SUITE_SEED"), 10, 64)
+	suite, err := GenerateSuite(SuiteOptions{TuneSize: size, Seed: suiteSeed})
 	if err != nil {
 		t.Fatal(err)
 	}
