@@ -477,7 +477,7 @@ func benchObservation() Observation {
 		TPOT:           LatencyQuantiles{P50: 0.008, P90: 0.012, P99: 0.016},
 		TTFTAttainment: 0.999, TPOTAttainment: 1,
 		QueueGrowthPerSecond: 0.01,
-		MeanPromptTokens:     251, MeanOutputTokens: 206,
+		MeanPromptTokens:     251, MeanOutputTokens: 206, MixRequests: 300,
 		GPUUtilization: 0.99,
 	}
 }
