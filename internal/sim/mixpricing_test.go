@@ -62,10 +62,23 @@ import (
 // for blends' rates (11/29%) but not for minorities, nor for knees in
 // flight: with a p99 SLO, a tenth of long requests moves the knee by their
 // own tail, more than their share of the work (8B/L4 chat with a tenth of
-// code: +21%, +20% from the two true knees). Not adopted in Evaluate: its
-// gain is uneven, it needs the generation-length histogram per window
-// beside the prompt one, and the figures above are before the noise of
-// quantiles read over ~100 requests.
+// code: +21%, +20% from the two true knees).
+//
+// Tried live and not adopted (2026-12-07): Evaluate priced the window's
+// prompt- and generation-length histograms (48 quantiles paired by rank,
+// linear within the engine's 1-2-5 buckets) against the profile's own
+// distributions read through the same buckets. On the detection bench's
+// tune half with the shipped page, headroom error p95 (baseline → the
+// window's shares alone → shares read as if 200 of the profile's own
+// requests were among them): ramp-slow 0.070 → 0.159 → 0.088, plateau-safe
+// 0.067 → 0.123 → 0.072, mix-ramp 0.255 → 0.285 → 0.349, mix-step 0.196 →
+// 0.265 → 0.280; safe scenarios paged 2 → 3 → 2. The sum hangs on the top
+// quantiles: an 8B/H100 chat request at the 99th percentile (about 5× the
+// mean prompt and output) is priced past the model's heaviest measured mix
+// (4×), by its extrapolation, at 1 ÷ r ≈ 100 against ≈ 0.7 at the median,
+// so the window's two or three longest requests, and where a 1-2-5 bucket
+// puts them, decide the knee: a window of 5000 requests of the profile's
+// own mix read the knee 18% high.
 func TestMixModelPricedRequestByRequest(t *testing.T) {
 	if os.Getenv("KNEEWATCH_MIX_PRICED") == "" {
 		t.Skip("set KNEEWATCH_MIX_PRICED=1 to compare the mix model read at the means with requests priced one by one")
