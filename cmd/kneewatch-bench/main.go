@@ -159,13 +159,18 @@ func startCPUProfile(path string) (func(), error) {
 	}, nil
 }
 
-// commandLine is how the report says it was made: `make bench-detection`
-// when the Makefile ran it with its default flags, else this command.
+// commandLine is how the report says it was made: the make target that ran
+// it (KNEEWATCH_BENCH_VIA_MAKE names it; 1 is bench-detection), else this
+// command.
 func commandLine(args []string) string {
-	if os.Getenv("KNEEWATCH_BENCH_VIA_MAKE") == "1" {
+	switch target := os.Getenv("KNEEWATCH_BENCH_VIA_MAKE"); target {
+	case "":
+		return strings.TrimSpace("go run ./cmd/kneewatch-bench " + strings.Join(args, " "))
+	case "1":
 		return "make bench-detection"
+	default:
+		return "make " + target
 	}
-	return strings.TrimSpace("go run ./cmd/kneewatch-bench " + strings.Join(args, " "))
 }
 
 // suiteHalf is the generated scenarios --suite asks for (none for
