@@ -33,6 +33,9 @@ type poissonVariant struct {
 	// noPreempt: a trial is not kept when a request that finished in its
 	// steady part was preempted (a KV cache that overflowed).
 	noPreempt bool
+	// kvPeak, when set, does not keep a trial whose KV-cache usage
+	// reached it after any step of its steady part.
+	kvPeak float64
 }
 
 // emulatePoissonVariant is emulatePoisson with v's settings.
@@ -69,6 +72,9 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 		}
 		w := knee.WalkSLO(lv.TTFT, lv.TPOT, strict, ol.SLOWindow, -1, lv.SteadyFrom, lv.End, ol.Tick)
 		kept := !w.Breached && w.Judged > 0
+		if v.kvPeak > 0 && lv.KVPeak >= v.kvPeak {
+			kept = false
+		}
 		if v.noPreempt && kept {
 			for _, r := range lv.Window {
 				if r.Preemptions > 0 {
@@ -127,6 +133,11 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 // warning. It is not one the trial sees: at 90% of the thresholds half A
 // had 31 → 30 of 56 within ±10% (bias +1.9% → +0.5%; the long-context rows
 // did not move: the trials they keep preempt nothing), half B 44 → 44.
+// Nor is a KV cache that filled (a trial not kept where the KV-cache usage
+// after any step of its steady part reached 99%, 95% or 90%, the
+// simulator's OpenLoopLevel.KVPeak): half A 31 → 28, 27, 24 within ±10%,
+// half B 44 → 44, 42, 41; the 8B/H100 long-context rows moved by one
+// search step at most (+32% → +25% at 95%).
 //
 // The variants' names: the share of the thresholds trials are judged at,
 // the warm-up's floor in the knee's request latencies, and the requests a
@@ -165,6 +176,11 @@ func TestSweepPoissonVariants(t *testing.T) {
 	np = with("share 100%, no preemption", 1, 0, 0)
 	np.noPreempt = true
 	variants = append(variants, np)
+	for _, peak := range []float64{0.99, 0.95, 0.9} {
+		v := with(fmt.Sprintf("share 90%%, KV peak under %.0f%%", 100*peak), 0.9, 0, 0)
+		v.kvPeak = peak
+		variants = append(variants, v)
+	}
 	for _, w := range []time.Duration{45 * time.Second, 30 * time.Second} {
 		v := with(fmt.Sprintf("share 90%%, warm-up %s", w), 0.9, 0, 0)
 		v.warmup = w

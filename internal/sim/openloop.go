@@ -61,6 +61,9 @@ type OpenLoopLevel struct {
 	// Arrived counts the requests that arrived; Clamped those cut to fit
 	// max_model_len.
 	Arrived, Clamped int
+	// KVPeak is the highest KV-cache usage after any engine step of the
+	// steady part, 0..1.
+	KVPeak float64
 }
 
 // openLoopEpoch is engine time zero of a trial, as in RunLevel.
@@ -176,6 +179,7 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 			}
 		}
 		if now.After(lv.SteadyFrom) && !now.After(lv.End) {
+			lv.KVPeak = max(lv.KVPeak, st.KVUsage)
 			tokens += len(res.Tokens)
 			preemptions += len(res.Preempted)
 			lv.Window = append(lv.Window, res.Finished...)
