@@ -79,6 +79,15 @@ import (
 // so the window's two or three longest requests, and where a 1-2-5 bucket
 // puts them, decide the knee: a window of 5000 requests of the profile's
 // own mix read the knee 18% high.
+//
+// Nor was pricing only the time in flight (the knee's concurrency as the
+// rate read at the means × the window's mean of each request's c ÷ r over
+// the profile's, by Little's law, which no few requests dominate): on the
+// same tune half, p95 mix-ramp 0.255 → 0.387, mix-step 0.196 → 0.239,
+// ramp-slow 0.070 → 0.096, safe scenarios paged 2 → 4. The damage was at
+// the low-rate 8B/L4 deployments (summarize at 0.08 requests/s: ramp-slow
+// 0.086 → 0.282 in one scenario), whose windows hold a few dozen requests;
+// the best gain was 0.207 → 0.141 (8B/H100 code turning summarize).
 func TestMixModelPricedRequestByRequest(t *testing.T) {
 	if os.Getenv("KNEEWATCH_MIX_PRICED") == "" {
 		t.Skip("set KNEEWATCH_MIX_PRICED=1 to compare the mix model read at the means with requests priced one by one")
