@@ -144,32 +144,16 @@ func TestMixModelPredictsKneesAtMixesItWasNotFittedTo(t *testing.T) {
 	if d, ok := t.Deadline(); ok && time.Until(d) < mixValidationNeeds {
 		t.Skipf("needs up to %s; run it with: go test -run %s -timeout 30m ./internal/sim", mixValidationNeeds, t.Name())
 	}
-	type job struct{ preset, wl string }
-	var jobs []job
-	for _, p := range PresetNames() {
-		for _, wl := range workload.PresetNames() {
-			jobs = append(jobs, job{p, wl})
-		}
-	}
 	var (
 		mu   sync.Mutex
 		rows []mixRow
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, 2)
 	)
-	for _, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			r := validateMixModel(t, j.preset, j.wl)
-			mu.Lock()
-			rows = append(rows, r...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	forEachPresetAndWorkload(func(preset, wl string) {
+		r := validateMixModel(t, preset, wl)
+		mu.Lock()
+		rows = append(rows, r...)
+		mu.Unlock()
+	})
 	slices.SortStableFunc(rows, func(a, b mixRow) int {
 		return strings.Compare(a.preset+"/"+a.workload, b.preset+"/"+b.workload)
 	})
@@ -289,22 +273,10 @@ func summary(xs []float64) (median, p90, maxv float64) {
 
 // validateMixModel is one preset and workload's rows.
 func validateMixModel(t *testing.T, presetName, wl string) []mixRow {
-	p, err := LoadPreset(presetName)
-	if err != nil {
-		t.Error(err)
+	p, base, cfg, ok := validationSetup(t, presetName, wl)
+	if !ok {
 		return nil
 	}
-	base, err := workload.Resolve(wl, 1)
-	if err != nil {
-		t.Error(err)
-		return nil
-	}
-	slo := validationSLO(t, p, base)
-	// Trials shorter than the defaults (5m + 20m) keep the test within
-	// minutes; the model and the truth are measured alike.
-	cfg := KneeConfig{Engine: Config{Preset: p}, Workload: base, SLO: slo, MaxConcurrency: p.MaxNumSeqs, Seed: 1,
-		Clock: fixedClock, Arrivals: knee.ArrivalsPoisson, MixScales: knee.DefaultMixScales,
-		OpenLoop: OpenLoopConfig{Warmup: time.Minute, Steady: 5 * time.Minute}}
 	row := func(mix, note string) mixRow { return mixRow{preset: presetName, workload: wl, mix: mix, note: note} }
 	prof, err := FindKnee(context.Background(), cfg)
 	switch {
@@ -320,9 +292,7 @@ func validateMixModel(t *testing.T, presetName, wl string) []mixRow {
 			rows = append(rows, row(h.name, "cannot build: "+err.Error()))
 			continue
 		}
-		sub := cfg
-		sub.Workload, sub.MixScales = gen, nil
-		q, err := FindKnee(context.Background(), sub)
+		q, err := trueKneeAt(cfg, gen)
 		if err != nil {
 			rows = append(rows, row(h.name, "no true knee (SLO unreachable at this mix)"))
 			continue
@@ -352,15 +322,9 @@ func validateMixModel(t *testing.T, presetName, wl string) []mixRow {
 		r.stillC, r.stillR = prof.Knee.Concurrency/r.trueC-1, prof.Knee.RequestsPerSecond/r.trueR-1
 		r.liveC, r.liveR = live.Knee.Concurrency/r.trueC-1, live.Knee.RequestsPerSecond/r.trueR-1
 		r.windowC, r.windowR = windowOnly.Knee.Concurrency/r.trueC-1, windowOnly.Knee.RequestsPerSecond/r.trueR-1
-		r.kind = kindScaled
-		switch {
-		case h.minority:
-			r.kind = kindMinority
-		case strings.HasPrefix(name, "+"):
-			r.kind = kindBlend
-		}
-		if c, rate, lighter := heldAtLightest(prof.MixModel, prof.Workload, q.Workload); lighter {
-			r.kind = kindLighter
+		r.kind = h.kind(prof.MixModel, prof.Workload, q.Workload)
+		if r.kind == kindLighter {
+			c, rate, _ := heldAtLightest(prof.MixModel, prof.Workload, q.Workload)
 			r.heldC, r.heldR = c/r.trueC-1, rate/r.trueR-1
 		}
 		rows = append(rows, r)
@@ -423,4 +387,68 @@ func heldAtLightest(m *knee.MixModel, own, mix knee.WorkloadInfo) (concurrency, 
 	x := math.Log(max(mix.MeanPromptTokens, pLo) / own.MeanPromptTokens)
 	z := math.Log(max(mix.MeanOutputTokens, oLo) / own.MeanOutputTokens)
 	return min(max(m.Concurrency.At(x, z), cLo), cHi), min(max(m.RequestsPerSecond.At(x, z), rLo), rHi), true
+}
+
+// forEachPresetAndWorkload calls fn for every simulator preset and
+// workload preset, two at a time, and returns when all have returned.
+func forEachPresetAndWorkload(fn func(preset, wl string)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for _, p := range PresetNames() {
+		for _, wl := range workload.PresetNames() {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				fn(p, wl)
+			})
+		}
+	}
+	wg.Wait()
+}
+
+// validationSetup is a preset and workload as the mix model's validation
+// measures them: the preset, the workload drawn with seed 1, and the knee
+// search (with the default mix scales) under validationSLO; false, with
+// the error reported on t, when either does not resolve.
+func validationSetup(t *testing.T, presetName, wl string) (Preset, *workload.Generator, KneeConfig, bool) {
+	p, err := LoadPreset(presetName)
+	if err != nil {
+		t.Error(err)
+		return Preset{}, nil, KneeConfig{}, false
+	}
+	base, err := workload.Resolve(wl, 1)
+	if err != nil {
+		t.Error(err)
+		return Preset{}, nil, KneeConfig{}, false
+	}
+	slo := validationSLO(t, p, base)
+	// Trials shorter than the defaults (5m + 20m) keep the test within
+	// minutes; the model and the truth are measured alike.
+	cfg := KneeConfig{Engine: Config{Preset: p}, Workload: base, SLO: slo, MaxConcurrency: p.MaxNumSeqs, Seed: 1,
+		Clock: fixedClock, Arrivals: knee.ArrivalsPoisson, MixScales: knee.DefaultMixScales,
+		OpenLoop: OpenLoopConfig{Warmup: time.Minute, Steady: 5 * time.Minute}}
+	return p, base, cfg, true
+}
+
+// trueKneeAt is the knee search of cfg run on gen's mix, without a mix
+// model: the true knee the model is compared with.
+func trueKneeAt(cfg KneeConfig, gen *workload.Generator) (knee.Profile, error) {
+	cfg.Workload, cfg.MixScales = gen, nil
+	return FindKnee(context.Background(), cfg)
+}
+
+// kind is the summary a held-out mix is counted under: lighter than any
+// measured when its means (mix) are, by heldAtLightest, else a minority,
+// a blend or a scaled mix.
+func (h heldOutMix) kind(m *knee.MixModel, own, mix knee.WorkloadInfo) int {
+	if _, _, lighter := heldAtLightest(m, own, mix); lighter {
+		return kindLighter
+	}
+	switch {
+	case h.minority:
+		return kindMinority
+	case h.share > 0:
+		return kindBlend
+	}
+	return kindScaled
 }

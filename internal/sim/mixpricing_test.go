@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
 	"github.com/kneewatch/kneewatch/workload"
@@ -92,13 +91,6 @@ func TestMixModelPricedRequestByRequest(t *testing.T) {
 	if os.Getenv("KNEEWATCH_MIX_PRICED") == "" {
 		t.Skip("set KNEEWATCH_MIX_PRICED=1 to compare the mix model read at the means with requests priced one by one")
 	}
-	type job struct{ preset, wl string }
-	var jobs []job
-	for _, p := range PresetNames() {
-		for _, wl := range workload.PresetNames() {
-			jobs = append(jobs, job{p, wl})
-		}
-	}
 	const (
 		means = iota
 		comonotone
@@ -111,100 +103,73 @@ func TestMixModelPricedRequestByRequest(t *testing.T) {
 		mu    sync.Mutex
 		lines []string
 		errs  [mixKinds][readings][2][]float64 // |error| in flight, rate
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, 2)
 	)
-	for _, j := range jobs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			p, err := LoadPreset(j.preset)
+	forEachPresetAndWorkload(func(preset, wl string) {
+		p, base, cfg, ok := validationSetup(t, preset, wl)
+		if !ok {
+			return
+		}
+		prof, err := FindKnee(context.Background(), cfg)
+		if err != nil {
+			return // no knee or no model: TestMixModelPredictsKneesAtMixesItWasNotFittedTo says why
+		}
+		// kneeOf is the true knee of gen alone, in factors of the profile's.
+		kneeOf := func(gen *workload.Generator) (c, r float64, ok bool) {
+			q, err := trueKneeAt(cfg, gen)
 			if err != nil {
-				t.Error(err)
-				return
+				return 0, 0, false
 			}
-			base, err := workload.Resolve(j.wl, 1)
+			return q.Knee.Concurrency / prof.Knee.Concurrency, q.Knee.RequestsPerSecond / prof.Knee.RequestsPerSecond, true
+		}
+		ownDraws := func() *workload.Generator { g, _ := workload.Resolve(wl, 7); return g }
+		for _, h := range heldOutMixes {
+			gen, err := h.gen(base, p, wl)
 			if err != nil {
-				t.Error(err)
-				return
+				continue
 			}
-			slo := validationSLO(t, p, base)
-			cfg := KneeConfig{Engine: Config{Preset: p}, Workload: base, SLO: slo, MaxConcurrency: p.MaxNumSeqs, Seed: 1,
-				Clock: fixedClock, Arrivals: knee.ArrivalsPoisson, MixScales: knee.DefaultMixScales,
-				OpenLoop: OpenLoopConfig{Warmup: time.Minute, Steady: 5 * time.Minute}}
-			prof, err := FindKnee(context.Background(), cfg)
-			if err != nil {
-				return // no knee or no model: TestMixModelPredictsKneesAtMixesItWasNotFittedTo says why
+			tc, tr, ok := kneeOf(gen)
+			if !ok {
+				continue
 			}
-			// kneeOf is the true knee of gen alone, in factors of the profile's.
-			kneeOf := func(gen *workload.Generator) (c, r float64, ok bool) {
-				sub := cfg
-				sub.Workload, sub.MixScales = gen, nil
-				q, err := FindKnee(context.Background(), sub)
+			mixGen := func() *workload.Generator { g, _ := h.gen(base, p, wl); return g }
+			info := mixMeans(mixGen())
+			kind := h.kind(prof.MixModel, prof.Workload, info)
+			var got [readings][2]float64
+			obs := knee.NewObservation()
+			obs.InFlight = prof.Knee.Concurrency
+			obs.MeanPromptTokens, obs.MeanOutputTokens = info.MeanPromptTokens, info.MeanOutputTokens
+			res := knee.Evaluate(obs, &prof, knee.Options{})
+			got[means][0], got[means][1] = res.Knee.Concurrency/prof.Knee.Concurrency, res.Knee.RequestsPerSecond/prof.Knee.RequestsPerSecond
+			got[comonotone][0], got[comonotone][1] = pricedFactors(&prof, ownDraws(), mixGen(), true)
+			got[independent][0], got[independent][1] = pricedFactors(&prof, ownDraws(), mixGen(), false)
+			have := readings - 1
+			if h.share > 0 {
+				other, err := workload.Resolve(h.other(wl), 1)
 				if err != nil {
-					return 0, 0, false
+					t.Error(err)
+					return
 				}
-				return q.Knee.Concurrency / prof.Knee.Concurrency, q.Knee.RequestsPerSecond / prof.Knee.RequestsPerSecond, true
+				if ac, ar, ok := kneeOf(other); ok {
+					// In factors of the profile's knee (1 and 1): 1 ÷ r =
+					// Σ share ÷ r_i; c = r × Σ share × c_i ÷ r_i.
+					f := h.share
+					r := 1 / (1 - f + f/ar)
+					got[components] = [2]float64{r * (1 - f + f*ac/ar), r}
+					have = readings
+				}
 			}
-			ownDraws := func() *workload.Generator { g, _ := workload.Resolve(j.wl, 7); return g }
-			for _, h := range heldOutMixes {
-				gen, err := h.gen(base, p, j.wl)
-				if err != nil {
-					continue
-				}
-				tc, tr, ok := kneeOf(gen)
-				if !ok {
-					continue
-				}
-				mixGen := func() *workload.Generator { g, _ := h.gen(base, p, j.wl); return g }
-				info := mixMeans(mixGen())
-				kind := kindScaled
-				if h.share > 0 {
-					kind = kindBlend
-				}
-				if h.minority {
-					kind = kindMinority
-				}
-				if _, _, lighter := heldAtLightest(prof.MixModel, prof.Workload, info); lighter {
-					kind = kindLighter
-				}
-				var got [readings][2]float64
-				obs := knee.NewObservation()
-				obs.InFlight = prof.Knee.Concurrency
-				obs.MeanPromptTokens, obs.MeanOutputTokens = info.MeanPromptTokens, info.MeanOutputTokens
-				res := knee.Evaluate(obs, &prof, knee.Options{})
-				got[means][0], got[means][1] = res.Knee.Concurrency/prof.Knee.Concurrency, res.Knee.RequestsPerSecond/prof.Knee.RequestsPerSecond
-				got[comonotone][0], got[comonotone][1] = pricedFactors(&prof, ownDraws(), mixGen(), true)
-				got[independent][0], got[independent][1] = pricedFactors(&prof, ownDraws(), mixGen(), false)
-				have := readings - 1
-				if h.share > 0 {
-					other, err := workload.Resolve(h.other(j.wl), 1)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if ac, ar, ok := kneeOf(other); ok {
-						// 1 ÷ r = Σ share ÷ r_i; c = r × Σ share × c_i ÷ r_i.
-						f := h.share
-						r := 1 / ((1-f)/1 + f/ar)
-						got[components] = [2]float64{r * ((1-f)*1/1 + f*ac/ar), r}
-						have = readings
-					}
-				}
-				line := fmt.Sprintf("%-22s %-12s %-22s true ×%.2f in flight, ×%.2f rate", j.preset, j.wl, h.name, tc, tr)
-				mu.Lock()
-				for k := range have {
-					ec, er := got[k][0]/tc-1, got[k][1]/tr-1
-					errs[kind][k][0] = append(errs[kind][k][0], math.Abs(ec))
-					errs[kind][k][1] = append(errs[kind][k][1], math.Abs(er))
-					line += fmt.Sprintf(" | %s %+.0f%% %+.0f%%", names[k], 100*ec, 100*er)
-				}
-				lines = append(lines, line)
-				mu.Unlock()
+			line := fmt.Sprintf("%-22s %-12s %-22s true ×%.2f in flight, ×%.2f rate", preset, wl, h.name, tc, tr)
+			mu.Lock()
+			for k := range have {
+				ec, er := got[k][0]/tc-1, got[k][1]/tr-1
+				errs[kind][k][0] = append(errs[kind][k][0], math.Abs(ec))
+				errs[kind][k][1] = append(errs[kind][k][1], math.Abs(er))
+				line += fmt.Sprintf(" | %s %+.0f%% %+.0f%%", names[k], 100*ec, 100*er)
 			}
-		})
-	}
-	wg.Wait()
+			lines = append(lines, line)
+			mu.Unlock()
+		}
+	})
 	slices.Sort(lines)
 	var b strings.Builder
 	b.WriteString("\n" + strings.Join(lines, "\n") + "\n\nmedian/p90 |error|, in flight; rate\n")
