@@ -42,6 +42,10 @@ type TrialConfig struct {
 	// (0 means 1: the thresholds themselves). See
 	// OpenLoopConfig.ThresholdShare.
 	ThresholdShare float64
+	// Runaway, when its Growth is > 0, does not keep a trial whose
+	// requests in flight kept growing through its steady part (see
+	// Runaway); the sweep uses DefaultRunaway.
+	Runaway Runaway
 	// Metrics, when set, is scraped while the trial runs.
 	Metrics *Metrics
 	// OnProgress, when set, is called after every arrival with the time
@@ -59,6 +63,9 @@ type Trial struct {
 	// InFlight is the mean of the client's in-flight requests over the
 	// steady part: the exact time integral of the count ÷ its length.
 	InFlight float64
+	// InFlightThirds are the same mean over the first and the last third
+	// of the steady part, for the runaway test (see Runaway).
+	InFlightThirds [2]float64
 	// Point holds the steady part's figures: completed requests and their
 	// rate, output tokens/s, goodput, TTFT and TPOT p50/p99 over the
 	// requests completed in it, error rate, and the engine metrics.
@@ -121,6 +128,9 @@ func RunTrial(ctx context.Context, client *Client, cfg TrialConfig) (Trial, erro
 		return Trial{}, fmt.Errorf("trial: no request source")
 	case cfg.ThresholdShare != 0 && !(cfg.ThresholdShare > 0 && cfg.ThresholdShare <= 1):
 		return Trial{}, fmt.Errorf("trial: the threshold share must be in (0, 1], got %v", cfg.ThresholdShare)
+	}
+	if err := cfg.Runaway.Validate(); err != nil {
+		return Trial{}, fmt.Errorf("trial: %w", err)
 	}
 	judged := cfg.JudgedSLO()
 	var smp *sampler
@@ -292,12 +302,18 @@ func sleepUntil(ctx context.Context, at time.Time) bool {
 // the in-flight integral and the completions over [from, to], the
 // windowed SLO at every tick of it.
 func judgeTrial(t *Trial, reqs []*sentRequest, cfg TrialConfig, from, to time.Time) {
-	var area time.Duration
+	third := t.Steady / 3
+	var area, firstArea, lastArea time.Duration
 	for _, r := range reqs {
 		area += overlap(r.sent, r.done, from, to)
+		firstArea += overlap(r.sent, r.done, from, from.Add(third))
+		lastArea += overlap(r.sent, r.done, to.Add(-third), to)
 	}
 	if t.Steady > 0 {
 		t.InFlight = area.Seconds() / t.Steady.Seconds()
+	}
+	if third > 0 {
+		t.InFlightThirds = [2]float64{firstArea.Seconds() / third.Seconds(), lastArea.Seconds() / third.Seconds()}
 	}
 	judged := cfg.JudgedSLO()
 	ttft, tpot := latencyEvents(reqs, judged, to)
@@ -332,6 +348,8 @@ func judgeTrial(t *Trial, reqs []*sentRequest, cfg TrialConfig, from, to time.Ti
 		t.Breach = fmt.Sprintf("%.1f%% errors", 100*t.Point.ErrorRate)
 	case t.Point.Requests == 0:
 		t.Breach = "no request completed in the steady part"
+	case cfg.Runaway.RanAway(t.InFlightThirds[0], t.InFlightThirds[1]):
+		t.Breach = cfg.Runaway.describe(t.InFlightThirds[0], t.InFlightThirds[1])
 	}
 	t.Kept = t.Breach == ""
 	t.Point.MeetsSLO = t.Kept

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -190,6 +191,8 @@ func TestATrialRejectsBadSettings(t *testing.T) {
 		{"no steady part", func(c *TrialConfig) { c.Steady = 0 }, "must be > 0"},
 		{"a cap of 0", func(c *TrialConfig) { c.MaxOutstanding = 0 }, "the outstanding cap must be ≥ 1"},
 		{"a threshold share over 1", func(c *TrialConfig) { c.ThresholdShare = 1.5 }, "the threshold share must be in (0, 1], got 1.5"},
+		{"a negative runaway growth", func(c *TrialConfig) { c.Runaway.Growth = -0.5 }, "runaway test: the growth and requests must be finite and ≥ 0, got -0.5 and 0"},
+		{"a runaway floor that is not a number", func(c *TrialConfig) { c.Runaway = Runaway{Growth: 0.6, Requests: math.NaN()} }, "got 0.6 and NaN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := good
@@ -259,5 +262,92 @@ func TestRequestsCutOffBeforeTheirFirstTokenCountAgainstTheTTFTSLO(t *testing.T)
 	// Judged by first tokens alone the trial would have kept the SLO.
 	if tr.Kept || !strings.Contains(tr.Breach, "p99 TTFT") || !strings.Contains(tr.Breach, "at 12s into the steady part") {
 		t.Errorf("kept %v, breach %q: want the TTFT p99 broken 12 s into the steady part by the requests stuck in the queue", tr.Kept, tr.Breach)
+	}
+}
+
+// growingRequests are requests sent every gap from t0 that meet the SLO
+// with room to spare (TTFT 100 ms, 50 tokens 10 ms apart), each taking
+// life(i) from send to done: a lifetime that grows with i is a queue that
+// grows.
+func growingRequests(t0 time.Time, n int, gap time.Duration, life func(i int) time.Duration) []*sentRequest {
+	reqs := evenRequests(t0, n, gap, func(int) time.Duration { return 100 * time.Millisecond })
+	for i, r := range reqs {
+		r.done = r.sent.Add(life(i))
+	}
+	return reqs
+}
+
+// TestATrialWhoseQueueRanAwayIsNotKept: a trial whose every window meets
+// the SLO but whose requests in flight keep climbing (each request taking
+// longer than the last, as a queue that does not drain makes them) is not
+// kept under the sweep's runaway test, and says how far in flight grew; the
+// same trial with a steady queue is kept, and so is the growing one with
+// the test off.
+func TestATrialWhoseQueueRanAwayIsNotKept(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	slo := knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(50 * time.Millisecond), Quantile: 0.99}
+	from, to := t0.Add(30*time.Second), t0.Add(60*time.Second)
+	// 10 requests/s. Steady: 1 s each, 10 in flight throughout. Growing:
+	// from the steady part on, each request takes 200 ms longer per second
+	// sent later, so in flight climbs from 16.7 over the first third
+	// of the steady part to 50 over its last.
+	steady := growingRequests(t0, 700, 100*time.Millisecond, func(int) time.Duration { return time.Second })
+	growing := growingRequests(t0, 700, 100*time.Millisecond, func(i int) time.Duration {
+		late := max(0, float64(i)/10-30)
+		return time.Second + time.Duration(late*0.2*float64(time.Second))
+	})
+	for _, tc := range []struct {
+		name    string
+		reqs    []*sentRequest
+		runaway Runaway
+		kept    bool
+	}{
+		{"a steady queue", steady, DefaultRunaway, true},
+		{"a queue that ran away", growing, DefaultRunaway, false},
+		{"a queue that ran away, the test off", growing, Runaway{}, true},
+		{"a queue that ran away, within a looser limit", growing, Runaway{Growth: 3, Requests: 3}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := Trial{Steady: to.Sub(from)}
+			judgeTrial(&tr, tc.reqs, TrialConfig{SLO: slo, Tick: time.Second, SLOWindow: 10 * time.Second, Runaway: tc.runaway}, from, to)
+			if tr.Judged == 0 {
+				t.Fatalf("no tick judged: the windows must hold enough requests for the test to be about the queue")
+			}
+			t.Logf("in flight %.1f → %.1f: %q", tr.InFlightThirds[0], tr.InFlightThirds[1], tr.Breach)
+			if tr.Kept != tc.kept {
+				t.Errorf("kept %v (%q), want %v; in flight %.1f → %.1f", tr.Kept, tr.Breach, tc.kept, tr.InFlightThirds[0], tr.InFlightThirds[1])
+			}
+			if !tc.kept && !strings.Contains(tr.Breach, "requests in flight grew from 1") {
+				t.Errorf("breach %q, want it to say how far in flight grew", tr.Breach)
+			}
+		})
+	}
+	// The thirds are the exact integrals: 10 in flight throughout.
+	tr := Trial{Steady: to.Sub(from)}
+	judgeTrial(&tr, steady, TrialConfig{SLO: slo, Tick: time.Second, SLOWindow: 10 * time.Second}, from, to)
+	if math.Abs(tr.InFlightThirds[0]-10) > 1e-9 || math.Abs(tr.InFlightThirds[1]-10) > 1e-9 {
+		t.Errorf("in flight over the thirds %v, want 10 and 10", tr.InFlightThirds)
+	}
+}
+
+func TestRunawayNeedsTheGrowthAsAShareAndInRequests(t *testing.T) {
+	r := Runaway{Growth: 0.6, Requests: 3}
+	for _, tc := range []struct {
+		first, last float64
+		want        bool
+	}{
+		{10, 16, false},  // 60%: not past it
+		{10, 16.5, true}, // 65% and 6.5 requests
+		{2, 4.5, false},  // 125%, but 2.5 requests: a small count's chance swing
+		{2, 5, true},     // 150% and 3 requests
+		{40, 30, false},  // a queue that drained
+		{0, 3, true},
+	} {
+		if got := r.RanAway(tc.first, tc.last); got != tc.want {
+			t.Errorf("%g → %g: ran away %v, want %v", tc.first, tc.last, got, tc.want)
+		}
+	}
+	if (Runaway{}).RanAway(1, 100) {
+		t.Error("the zero Runaway judged a trial; it must turn the test off")
 	}
 }

@@ -36,6 +36,17 @@ type poissonVariant struct {
 	// kvPeak, when set, does not keep a trial whose KV-cache usage
 	// reached it after any step of its steady part.
 	kvPeak float64
+	// runaway does not keep a trial whose requests in flight kept growing
+	// through its steady part (sweep.Runaway; the zero value never).
+	runaway sweep.Runaway
+	// runawaySD, when set, asks the growth to be this many × √(the first
+	// third's in-flight requests) too: a floor that grows with the chance
+	// swings of a count.
+	runawaySD float64
+	// runawayZ, when set, does not keep a trial whose in-flight growth from
+	// the first to the last third is this many standard errors of chance
+	// (a count's time average over a third, its requests' lifetimes apart).
+	runawayZ float64
 }
 
 // emulatePoissonVariant is emulatePoisson with v's settings.
@@ -74,6 +85,17 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 		kept := !w.Breached && w.Judged > 0
 		if v.kvPeak > 0 && lv.KVPeak >= v.kvPeak {
 			kept = false
+		}
+		if g := lv.InFlightThirds; v.runaway.RanAway(g[0], g[1]) && g[1]-g[0] >= v.runawaySD*math.Sqrt(g[0]) {
+			kept = false
+		}
+		if g := lv.InFlightThirds; v.runawayZ > 0 && g[1] > g[0] {
+			m := lv.Point.Concurrency
+			tau := m / rate
+			w := steady.Seconds() / 3
+			if se := math.Sqrt(4 * m * max(tau, 1) / w); (g[1]-g[0])/se >= v.runawayZ {
+				kept = false
+			}
 		}
 		if v.noPreempt && kept {
 			for _, r := range lv.Window {
@@ -139,6 +161,15 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 // half B 44 → 44, 42, 41; the 8B/H100 long-context rows moved by one
 // search step at most (+32% → +25% at 95%).
 //
+// Run again on 2026-12-07 with a trial not kept where its requests in
+// flight kept climbing (the simulator's OpenLoopLevel.InFlightThirds, the
+// first and last third of the steady part; the sweep's client counts the
+// same): the 8B/H100 long-context trials at 0.737 requests/s were already
+// growing. Past 60% and 3 requests, half A 31 → 36 of 56 within ±10%, half
+// B 44 → 46, and it became the default (sweep.Runaway has every setting
+// tried; KNEEWATCH_POISSON_VARIANTS=runaway, 35 s). The variants above now
+// run with it.
+//
 // The variants' names: the share of the thresholds trials are judged at,
 // the warm-up's floor in the knee's request latencies, and the requests a
 // trial's steady part holds.
@@ -146,7 +177,7 @@ func TestSweepPoissonVariants(t *testing.T) {
 	if os.Getenv("KNEEWATCH_POISSON_VARIANTS") == "" {
 		t.Skip("set KNEEWATCH_POISSON_VARIANTS=1")
 	}
-	base := poissonVariant{warmup: sweep.DefaultOpenLoopWarmup, requests: sweep.DefaultOpenLoopRequests}
+	base := poissonVariant{warmup: sweep.DefaultOpenLoopWarmup, requests: sweep.DefaultOpenLoopRequests, runaway: sweep.DefaultRunaway}
 	with := func(name string, share, latencies float64, requests int) poissonVariant {
 		v := base
 		v.name, v.share, v.warmupLatency = name, share, latencies
@@ -185,6 +216,28 @@ func TestSweepPoissonVariants(t *testing.T) {
 		v := with(fmt.Sprintf("share 90%%, warm-up %s", w), 0.9, 0, 0)
 		v.warmup = w
 		variants = append(variants, v)
+	}
+	// KNEEWATCH_POISSON_VARIANTS=runaway: the runaway test's settings
+	// (sweep.Runaway says what was chosen and why).
+	if os.Getenv("KNEEWATCH_POISSON_VARIANTS") == "runaway" {
+		runaway := func(growth, requests, sd float64) poissonVariant {
+			v := with(fmt.Sprintf("share 90%%, runaway past %.0f%% and %g requests", 100*growth, requests), 0.9, 0, 0)
+			if sd > 0 {
+				v.name += fmt.Sprintf(" and %g√ of the first third's", sd)
+			}
+			v.runaway, v.runawaySD = sweep.Runaway{Growth: growth, Requests: requests}, sd
+			return v
+		}
+		none := with("share 90%, no runaway test", 0.9, 0, 0)
+		none.runaway = sweep.Runaway{}
+		variants = []poissonVariant{with("share 90% (shipped)", 0.9, 0, 0), none,
+			runaway(0.6, 1, 0), runaway(0.6, 2, 0), runaway(0.4, 2, 0), runaway(0.8, 2, 0), runaway(1, 2, 0),
+			runaway(0.6, 2, 2), runaway(0.4, 2, 2), runaway(0.8, 2, 2)}
+		for _, z := range []float64{2, 3} {
+			v := with(fmt.Sprintf("share 90%%, runaway past %g standard errors", z), 0.9, 0, 0)
+			v.runaway, v.runawayZ = sweep.Runaway{}, z
+			variants = append(variants, v)
+		}
 	}
 	deps, _, err := suiteDeployments(sim.PresetNames(), workload.PresetNames())
 	if err != nil {

@@ -64,6 +64,12 @@ type OpenLoopLevel struct {
 	// KVPeak is the highest KV-cache usage after any engine step of the
 	// steady part, 0..1.
 	KVPeak float64
+	// InFlightThirds are the mean in-flight requests over the first and
+	// the last third of the steady part, exact integrals as Point's: a
+	// queue that keeps growing shows as the second far above the first
+	// (the sweep's runaway test, sweep.Runaway, reads the same from its
+	// client; KeptSLO does not use them).
+	InFlightThirds [2]float64
 }
 
 // openLoopEpoch is engine time zero of a trial, as in RunLevel.
@@ -105,6 +111,9 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 	steady := trialSteady(ol.Steady, cfg.Rate)
 	lv.End = lv.SteadyFrom.Add(steady)
 	acc := steadyIntegral{from: lv.SteadyFrom, to: lv.End, at: openLoopEpoch}
+	third := steady / 3
+	first := steadyIntegral{from: lv.SteadyFrom, to: lv.SteadyFrom.Add(third), at: openLoopEpoch}
+	last := steadyIntegral{from: lv.End.Add(-third), to: lv.End, at: openLoopEpoch}
 	var (
 		nextArrival = openLoopEpoch.Add(gap())
 		nextID      uint64
@@ -126,6 +135,10 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 		waiting[nextID] = nextArrival
 		acc.advance(nextArrival)
 		acc.waiting++
+		first.advance(nextArrival)
+		first.waiting++
+		last.advance(nextArrival)
+		last.waiting++
 		lv.Arrived++
 		nextArrival = nextArrival.Add(gap())
 		return nil
@@ -169,6 +182,10 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 		acc.advance(now)
 		st := e.State()
 		acc.running, acc.waiting, acc.kv = st.Running, st.Waiting, st.KVUsage
+		first.advance(now)
+		first.running, first.waiting = st.Running, st.Waiting
+		last.advance(now)
+		last.running, last.waiting = st.Running, st.Waiting
 		for _, r := range res.FirstTokens {
 			lv.TTFT = append(lv.TTFT, knee.LatencyEvent{At: now, Seconds: r.TTFT().Seconds()})
 			delete(waiting, r.ID)
@@ -186,6 +203,9 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 		}
 	}
 	acc.advance(lv.End)
+	first.advance(lv.End)
+	last.advance(lv.End)
+	lv.InFlightThirds = [2]float64{first.inFlight / third.Seconds(), last.inFlight / third.Seconds()}
 	stuck := make([]time.Time, 0, len(waiting))
 	for _, arrived := range waiting {
 		stuck = append(stuck, arrived)

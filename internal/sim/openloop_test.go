@@ -143,6 +143,12 @@ func TestOpenLoopTrialMeasuresTheSteadyPart(t *testing.T) {
 	if math.Abs(pt.Concurrency/little-1) > 0.03 {
 		t.Errorf("mean in flight %g, Little's law says %g", pt.Concurrency, little)
 	}
+	// A steady queue at a rate it sustains: the thirds agree with the
+	// whole within its noise (the thirds' mean is not the whole's mean,
+	// the middle third is left out).
+	if g := lv.InFlightThirds; !(g[0] > 0) || math.Abs(g[0]/pt.Concurrency-1) > 0.25 || math.Abs(g[1]/pt.Concurrency-1) > 0.25 {
+		t.Errorf("in flight over the first and last thirds %v, the whole steady part %g", g, pt.Concurrency)
+	}
 	if math.Abs(pt.Running+pt.Waiting-pt.Concurrency) > 1e-3 {
 		t.Errorf("running %g + waiting %g ≠ in flight %g", pt.Running, pt.Waiting, pt.Concurrency)
 	}
@@ -189,6 +195,19 @@ func TestOpenLoopTrialMeasuresTheSteadyPart(t *testing.T) {
 	again := trialAt(t, cfg, rate)
 	if diff := cmp.Diff(lv.Point, again.Point); diff != "" {
 		t.Errorf("the same trial twice gives different points (-first +second):\n%s", diff)
+	}
+}
+
+// TestAnOpenLoopTrialPastCapacityShowsItsQueueGrowing: twice the rate the
+// replica serves, the requests in flight over the last third of the steady
+// part are several times those over the first (the sweep's runaway test
+// reads the same from its client).
+func TestAnOpenLoopTrialPastCapacityShowsItsQueueGrowing(t *testing.T) {
+	cfg := kneeConfig(t, "llama-3.1-8b-h100", "chat", poissonChatSLO, 1, 256)
+	cfg.OpenLoop = OpenLoopConfig{Warmup: time.Minute, Steady: 3 * time.Minute}
+	lv := trialAt(t, cfg, 150)
+	if g := lv.InFlightThirds; !(g[1] > 2*g[0]) || lv.KeptSLO {
+		t.Errorf("150 req/s: in flight over the first and last thirds %v, kept %v; want the queue growing, the SLO broken", g, lv.KeptSLO)
 	}
 }
 
