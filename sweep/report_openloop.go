@@ -20,8 +20,10 @@ func writeOpenLoop(b *bytes.Buffer, out *Outcome, slo knee.SLO) {
 	fmt.Fprintf(b, "\n## Open loop (Poisson arrivals)\n\n")
 	fmt.Fprintf(b, "Each trial sends requests at exponentially distributed gaps, never waiting for answers, as users do. "+
 		"A trial keeps the SLO when the %s TTFT and TPOT over a sliding window held within %s of their thresholds at every tick of its steady part, "+
-		"at most %.0f%% of its requests failed, and it never reached the cap on outstanding requests. "+
-		"In flight is the client's mean over the steady part.\n\n", q, fmt.Sprintf("%.0f%%", 100*judgingShare(out.ThresholdShare)), 100*MaxErrorRate)
+		"at most %.0f%% of its requests failed, it never reached the cap on outstanding requests, "+
+		"and its queue settled: its requests in flight over the last third of the steady part were not more than %.0f%% and %g requests above those over the first third. "+
+		"In flight is the client's mean over the steady part, and in brackets over its first and last thirds.\n\n",
+		q, fmt.Sprintf("%.0f%%", 100*judgingShare(out.ThresholdShare)), 100*MaxErrorRate, 100*DefaultRunaway.Growth, DefaultRunaway.Requests)
 	if ck := out.ClosedLoopKnee; ck != nil {
 		fmt.Fprintf(b, "The closed loop doubled its concurrency until a level broke the SLO, then measured at most %d more level between the last kept and the lowest broken one, and stopped. "+
 			"The trials' rates are shares of the start rate, %.3g requests/s at concurrency %d: the lowest broken level's, or the last kept level's where the broken one's had collapsed under %.0f%% of it (past a KV-bound knee a replica preempts). "+
@@ -48,8 +50,12 @@ func writeOpenLoop(b *bytes.Buffer, out *Outcome, slo knee.SLO) {
 		if !tr.Kept {
 			v = "✗ " + tr.Breach
 		}
+		inFlight := formatConcurrency(tr.Point.Concurrency)
+		if g := tr.InFlightThirds; g != [2]float64{} {
+			inFlight += fmt.Sprintf(" (%.1f → %.1f)", g[0], g[1])
+		}
 		fmt.Fprintf(b, "| %d | %g | %.3f | %d | %d | %s | %.1f | %.1f | %s | %s | %d/%d | %s | %s |\n",
-			i+1, tr.Rate, tr.Fraction, tr.Sent, len(tr.Completed), formatConcurrency(tr.Point.Concurrency),
+			i+1, tr.Rate, tr.Fraction, tr.Sent, len(tr.Completed), inFlight,
 			tr.Point.OutputTokensPerSecond, tr.Point.GoodputTokensPerSecond,
 			knownSeconds(tr.TTFTAtQuantile), knownSeconds(tr.TPOTAtQuantile), tr.Judged, tr.Ticks, tr.Steady.Round(time.Second), v)
 	}

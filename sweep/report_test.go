@@ -78,7 +78,7 @@ func fixedPoissonOutcome() *Outcome {
 		return Trial{Rate: start * f, Fraction: f, Sent: int(start * f * 660), InFlight: inFlight, Kept: kept, Breach: breach,
 			Point:     knee.Point{Concurrency: inFlight, OutputTokensPerSecond: 180 * start * f, GoodputTokensPerSecond: 170 * start * f},
 			Completed: make([]Result, int(start*f*600)), TTFTAtQuantile: 0.2 + f/4, TPOTAtQuantile: 0.01 + f/100,
-			Ticks: 121, Judged: judged, Steady: 10 * time.Minute}
+			Ticks: 121, Judged: judged, Steady: 10 * time.Minute, InFlightThirds: [2]float64{inFlight * 0.96, inFlight * 1.03}}
 	}
 	out.Trials = []Trial{
 		trial(0.2, 1.4, true, "", 101),
