@@ -47,6 +47,18 @@ type LevelConfig struct {
 // At concurrency 1 nothing is staggered, and the one turnover is the whole
 // warm-up: on make bench-sweep (2026-12-06) that took about one request at
 // concurrency 1 (1 to 42 s) off every sweep and moved no knee.
+//
+// Half the turnover, (c+1)/2 + min(c, 8), was measured and not kept
+// (2026-12-07): past concurrency 64 the warm-up is most of a level (at 256
+// on 70B/H200 code, 2m7s of 2m13s), and on make bench-sweep it took 10-25%
+// off every closed loop (the 70B/H200 code loose Poisson sweep 22m36s →
+// 19m55s) with the closed-loop knees within ±10% unchanged, 12 of 14 on
+// each half. But the window then opens with about half the first
+// requests still in flight, sent while the level filled and served by a
+// lighter replica, and the simulator's levels stagger their first requests
+// over a loaded request's lifetime where the sweep staggers them over one
+// request alone's (Ramp, the probe's), so the bench would not show what
+// that costs against a real server.
 func DefaultWarmup(c int) int {
 	if c == 1 {
 		return 1
