@@ -348,11 +348,28 @@ func judgeTrial(t *Trial, reqs []*sentRequest, cfg TrialConfig, from, to time.Ti
 		t.Breach = fmt.Sprintf("%.1f%% errors", 100*t.Point.ErrorRate)
 	case t.Point.Requests == 0:
 		t.Breach = "no request completed in the steady part"
-	case cfg.Runaway.RanAway(t.InFlightThirds[0], t.InFlightThirds[1]):
+	case cfg.Runaway.Judged(cfg.Warmup, meanE2E(t.Completed)) && cfg.Runaway.RanAway(t.InFlightThirds[0], t.InFlightThirds[1]):
 		t.Breach = cfg.Runaway.describe(t.InFlightThirds[0], t.InFlightThirds[1])
 	}
 	t.Kept = t.Breach == ""
 	t.Point.MeetsSLO = t.Kept
+}
+
+// meanE2E is the mean time from sending to the last token of the
+// requests that succeeded (0 when none did).
+func meanE2E(results []Result) time.Duration {
+	var sum time.Duration
+	n := 0
+	for _, r := range results {
+		if r.Err == nil {
+			sum += r.E2E
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / time.Duration(n)
 }
 
 // overlap is how much of [a, b] lies inside [from, to].

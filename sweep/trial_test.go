@@ -191,8 +191,8 @@ func TestATrialRejectsBadSettings(t *testing.T) {
 		{"no steady part", func(c *TrialConfig) { c.Steady = 0 }, "must be > 0"},
 		{"a cap of 0", func(c *TrialConfig) { c.MaxOutstanding = 0 }, "the outstanding cap must be ≥ 1"},
 		{"a threshold share over 1", func(c *TrialConfig) { c.ThresholdShare = 1.5 }, "the threshold share must be in (0, 1], got 1.5"},
-		{"a negative runaway growth", func(c *TrialConfig) { c.Runaway.Growth = -0.5 }, "runaway test: the growth and requests must be finite and ≥ 0, got -0.5 and 0"},
-		{"a runaway floor that is not a number", func(c *TrialConfig) { c.Runaway = Runaway{Growth: 0.6, Requests: math.NaN()} }, "got 0.6 and NaN"},
+		{"a negative runaway growth", func(c *TrialConfig) { c.Runaway.Growth = -0.5 }, "runaway test: the growth, requests and settling must be finite and ≥ 0, got -0.5, 0 and 0"},
+		{"a runaway floor that is not a number", func(c *TrialConfig) { c.Runaway = Runaway{Growth: 0.6, Requests: math.NaN()} }, "got 0.6, NaN and 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := good
@@ -272,7 +272,11 @@ func TestRequestsCutOffBeforeTheirFirstTokenCountAgainstTheTTFTSLO(t *testing.T)
 func growingRequests(t0 time.Time, n int, gap time.Duration, life func(i int) time.Duration) []*sentRequest {
 	reqs := evenRequests(t0, n, gap, func(int) time.Duration { return 100 * time.Millisecond })
 	for i, r := range reqs {
-		r.done = r.sent.Add(life(i))
+		// The tokens fill the lifetime 10 ms apart: the TPOT stays 10 ms.
+		l := life(i)
+		tokens := int((l-r.res.TTFT)/(10*time.Millisecond)) + 1
+		r.done = r.sent.Add(l)
+		r.res.E2E, r.res.OutputTokens, r.res.Request.MaxTokens = l, tokens, tokens
 	}
 	return reqs
 }
@@ -309,7 +313,7 @@ func TestATrialWhoseQueueRanAwayIsNotKept(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := Trial{Steady: to.Sub(from)}
-			judgeTrial(&tr, tc.reqs, TrialConfig{SLO: slo, Tick: time.Second, SLOWindow: 10 * time.Second, Runaway: tc.runaway}, from, to)
+			judgeTrial(&tr, tc.reqs, TrialConfig{SLO: slo, Warmup: from.Sub(t0), Tick: time.Second, SLOWindow: 10 * time.Second, Runaway: tc.runaway}, from, to)
 			if tr.Judged == 0 {
 				t.Fatalf("no tick judged: the windows must hold enough requests for the test to be about the queue")
 			}
@@ -330,6 +334,43 @@ func TestATrialWhoseQueueRanAwayIsNotKept(t *testing.T) {
 	}
 }
 
+// TestAQueueStillFillingIsNotARunaway: requests of five minutes (a
+// reasoning model's long outputs) at a rate the replica serves, after a
+// one-minute warm-up: in flight is still climbing toward its level through
+// the steady part, more than twice as many over its last third as its
+// first. The
+// runaway test is not judged there (the warm-up was not twice a request's
+// time in flight), so the trial is kept; judged regardless, it would not
+// be.
+func TestAQueueStillFillingIsNotARunaway(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	slo := knee.SLO{TTFT: knee.Duration(time.Second), TPOT: knee.Duration(50 * time.Millisecond), Quantile: 0.99}
+	from, to := t0.Add(time.Minute), t0.Add(6*time.Minute)
+	// Two requests a second for 6 minutes, each in flight for 5 minutes:
+	// the first complete as the steady part ends, enough to judge it.
+	reqs := growingRequests(t0, 720, 500*time.Millisecond, func(int) time.Duration { return 5 * time.Minute })
+	for _, tc := range []struct {
+		name    string
+		runaway Runaway
+		kept    bool
+	}{
+		{"the sweep's test", DefaultRunaway, true},
+		{"judged however short the warm-up", Runaway{Growth: 0.6, Requests: 3}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := Trial{Steady: to.Sub(from)}
+			judgeTrial(&tr, reqs, TrialConfig{SLO: slo, Warmup: from.Sub(t0), Tick: 5 * time.Second, SLOWindow: 2 * time.Minute, Runaway: tc.runaway}, from, to)
+			t.Logf("in flight %.1f → %.1f, %d of %d ticks judged: %q", tr.InFlightThirds[0], tr.InFlightThirds[1], tr.Judged, tr.Ticks, tr.Breach)
+			if g := tr.InFlightThirds; !(g[1] > 2*g[0]) || tr.Judged == 0 {
+				t.Fatalf("in flight over the thirds %v, %d ticks judged: the case must be a filling queue whose SLO was judged", g, tr.Judged)
+			}
+			if tr.Kept != tc.kept {
+				t.Errorf("kept %v (%q), want %v", tr.Kept, tr.Breach, tc.kept)
+			}
+		})
+	}
+}
+
 func TestRunawayNeedsTheGrowthAsAShareAndInRequests(t *testing.T) {
 	r := Runaway{Growth: 0.6, Requests: 3}
 	for _, tc := range []struct {
@@ -347,7 +388,10 @@ func TestRunawayNeedsTheGrowthAsAShareAndInRequests(t *testing.T) {
 			t.Errorf("%g → %g: ran away %v, want %v", tc.first, tc.last, got, tc.want)
 		}
 	}
-	if (Runaway{}).RanAway(1, 100) {
+	if (Runaway{}).RanAway(1, 100) || (Runaway{}).Judged(time.Hour, time.Second) {
 		t.Error("the zero Runaway judged a trial; it must turn the test off")
+	}
+	if d := DefaultRunaway; !d.Judged(time.Minute, 30*time.Second) || d.Judged(time.Minute, 31*time.Second) {
+		t.Error("the sweep's test must be judged where the warm-up is twice a request's time in flight, and only there")
 	}
 }

@@ -85,7 +85,16 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 		if v.kvPeak > 0 && lv.KVPeak >= v.kvPeak {
 			kept = false
 		}
-		if g := lv.InFlightThirds; v.runaway.RanAway(g[0], g[1]) && g[1]-g[0] >= v.runawaySD*math.Sqrt(g[0]) {
+		// The time in flight as the sweep's client measures it: sent to
+		// the last token, of the steady part's completed requests.
+		var e2e time.Duration
+		for _, r := range lv.Window {
+			e2e += r.E2E()
+		}
+		if len(lv.Window) > 0 {
+			e2e /= time.Duration(len(lv.Window))
+		}
+		if g := lv.InFlightThirds; v.runaway.Judged(warm, e2e) && v.runaway.RanAway(g[0], g[1]) && g[1]-g[0] >= v.runawaySD*math.Sqrt(g[0]) {
 			kept = false
 		}
 		if g := lv.InFlightThirds; v.runawayZ > 0 && g[1] > g[0] {
@@ -198,15 +207,16 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 // flight kept climbing (the simulator's OpenLoopLevel.InFlightThirds, the
 // first and last third of the steady part; the sweep's client counts the
 // same): the 8B/H100 long-context trials at 0.737 requests/s were already
-// growing. Past 60% and 3 requests, half A 31 → 36 of 56 within ±10%, half
-// B 44 → 46, and it became the default (sweep.Runaway has every setting
+// growing. Past 60% and 3 requests, judged where the warm-up lasted twice
+// a request's time in flight, half A 31 → 36 of 56 within ±10%, half B
+// 44 → 45, and it became the default (sweep.Runaway has every setting
 // tried; KNEEWATCH_POISSON_VARIANTS=runaway, 35 s). The variants above now
 // run with it.
 //
-// Then, with the runaway test (KNEEWATCH_POISSON_VARIANTS=confirm, 40 s):
-// the best kept rate run once more on other draws, the next best kept
-// rate the knee where it broke. Half A 36 → 35 of 56 within ±10% (p90
-// 0.252 → 0.214), half B 46 → 47, for 16% more trial time, and fast
+// Then, with the runaway test (before its warm-up condition;
+// KNEEWATCH_POISSON_VARIANTS=confirm, 40 s): the best kept rate run once
+// more on other draws, the next best kept rate the knee where it broke.
+// Half A 36 → 35 of 56 within ±10% (p90 0.252 → 0.214), half B 46 → 47, for 16% more trial time, and fast
 // deployments' sweeps over 20 minutes 5 → 8 of 24 and 3 → 10 of 36; up to
 // two confirmations, 31 and 45 (at 95% or 100% of the thresholds, 32 and
 // 42). Not adopted.
@@ -282,11 +292,24 @@ func TestSweepPoissonVariants(t *testing.T) {
 			v.runaway, v.runawaySD = sweep.Runaway{Growth: growth, Requests: requests}, sd
 			return v
 		}
+		variants = nil
+		for _, k := range []float64{0, 1, 3} {
+			v := with(fmt.Sprintf("share 90%%, runaway past 60%% and 3 requests, judged where the warm-up is %g× the time in flight", k), 0.9, 0, 0)
+			v.runaway = sweep.Runaway{Growth: 0.6, Requests: 3, Settle: k}
+			variants = append(variants, v)
+		}
+		for _, k := range []float64{1, 2, 3} {
+			v := with(fmt.Sprintf("share 90%%, warm-up ≥ %g× the knee's latency", k), 0.9, k, 0)
+			variants = append(variants, v)
+			v = with(fmt.Sprintf("share 90%%, warm-up ≥ %g× the knee's latency, runaway judged always", k), 0.9, k, 0)
+			v.runaway.Settle = 0
+			variants = append(variants, v)
+		}
 		none := with("share 90%, no runaway test", 0.9, 0, 0)
 		none.runaway = sweep.Runaway{}
-		variants = []poissonVariant{with("share 90% (shipped)", 0.9, 0, 0), none,
+		variants = append(variants, with("share 90% (shipped)", 0.9, 0, 0), none,
 			runaway(0.6, 1, 0), runaway(0.6, 2, 0), runaway(0.4, 2, 0), runaway(0.8, 2, 0), runaway(1, 2, 0),
-			runaway(0.6, 2, 2), runaway(0.4, 2, 2), runaway(0.8, 2, 2)}
+			runaway(0.6, 2, 2), runaway(0.4, 2, 2), runaway(0.8, 2, 2))
 		for _, z := range []float64{2, 3} {
 			v := with(fmt.Sprintf("share 90%%, runaway past %g standard errors", z), 0.9, 0, 0)
 			v.runaway, v.runawayZ = sweep.Runaway{}, z
