@@ -59,7 +59,7 @@ func (cfg *Config) runPoisson(ctx context.Context, out *Outcome, search *measure
 		defer cfg.Progress.EndTrial()
 		return RunTrial(ctx, cfg.Client, TrialConfig{
 			Rate: rate, Warmup: ol.Warmup, Steady: steady, Tick: ol.Tick, SLOWindow: ol.SLOWindow,
-			MaxOutstanding: maxOut, Seed: seed, SLO: cfg.SLO, ThresholdShare: ol.ThresholdShare, Runaway: DefaultRunaway, Metrics: cfg.Metrics, StopAtBreach: true,
+			MaxOutstanding: maxOut, Seed: seed, SLO: cfg.SLO, ThresholdShare: ol.ThresholdShare, Runaway: measure.DefaultRunaway, Metrics: cfg.Metrics, StopAtBreach: true,
 			Next: func() Request {
 				w := gen.Next()
 				return Request{PromptTokens: w.PromptTokens, MaxTokens: w.OutputTokens}

@@ -23,7 +23,7 @@ func writeOpenLoop(b *bytes.Buffer, out *Outcome, slo knee.SLO) {
 		"at most %.0f%% of its requests failed, it never reached the cap on outstanding requests, "+
 		"and its queue settled: its requests in flight over the last third of the steady part were not more than %.0f%% and %g requests above those over the first third. "+
 		"In flight is the client's mean over the steady part, and in brackets over its first and last thirds.\n\n",
-		q, fmt.Sprintf("%.0f%%", 100*judgingShare(out.ThresholdShare)), 100*MaxErrorRate, 100*DefaultRunaway.Growth, DefaultRunaway.Requests)
+		q, fmt.Sprintf("%.0f%%", 100*judgingShare(out.ThresholdShare)), 100*MaxErrorRate, 100*measure.DefaultRunaway.Growth, measure.DefaultRunaway.Requests)
 	if ck := out.ClosedLoopKnee; ck != nil {
 		fmt.Fprintf(b, "The closed loop doubled its concurrency until a level broke the SLO, then measured at most %d more level between the last kept and the lowest broken one, and stopped. "+
 			"The trials' rates are shares of the start rate, %.3g requests/s at concurrency %d: the lowest broken level's, or the last kept level's where the broken one's had collapsed under %.0f%% of it (past a KV-bound knee a replica preempts). "+

@@ -44,8 +44,8 @@ type TrialConfig struct {
 	ThresholdShare float64
 	// Runaway, when its Growth is > 0, does not keep a trial whose
 	// requests in flight kept growing through its steady part (see
-	// Runaway); the sweep uses DefaultRunaway.
-	Runaway Runaway
+	// Runaway); the sweep uses measure.DefaultRunaway.
+	Runaway measure.Runaway
 	// Metrics, when set, is scraped while the trial runs.
 	Metrics *Metrics
 	// OnProgress, when set, is called after every arrival with the time
@@ -64,7 +64,7 @@ type Trial struct {
 	// steady part: the exact time integral of the count ÷ its length.
 	InFlight float64
 	// InFlightThirds are the same mean over the first and the last third
-	// of the steady part, for the runaway test (see Runaway).
+	// of the steady part, for the runaway test (see measure.Runaway).
 	InFlightThirds [2]float64
 	// Point holds the steady part's figures: completed requests and their
 	// rate, output tokens/s, goodput, TTFT and TPOT p50/p99 over the
@@ -348,21 +348,21 @@ func judgeTrial(t *Trial, reqs []*sentRequest, cfg TrialConfig, from, to time.Ti
 		t.Breach = fmt.Sprintf("%.1f%% errors", 100*t.Point.ErrorRate)
 	case t.Point.Requests == 0:
 		t.Breach = "no request completed in the steady part"
-	case cfg.Runaway.Judged(cfg.Warmup, meanE2E(t.Completed)) && cfg.Runaway.RanAway(t.InFlightThirds[0], t.InFlightThirds[1]):
-		t.Breach = cfg.Runaway.describe(t.InFlightThirds[0], t.InFlightThirds[1])
+	case cfg.Runaway.Judged(cfg.Warmup, meanDecode(t.Completed)) && cfg.Runaway.RanAway(t.InFlightThirds[0], t.InFlightThirds[1]):
+		t.Breach = cfg.Runaway.Describe(t.InFlightThirds[0], t.InFlightThirds[1])
 	}
 	t.Kept = t.Breach == ""
 	t.Point.MeetsSLO = t.Kept
 }
 
-// meanE2E is the mean time from sending to the last token of the
-// requests that succeeded (0 when none did).
-func meanE2E(results []Result) time.Duration {
+// meanDecode is the mean time from the first token to the last of the
+// requests that succeeded with a first token (0 when none did).
+func meanDecode(results []Result) time.Duration {
 	var sum time.Duration
 	n := 0
 	for _, r := range results {
-		if r.Err == nil {
-			sum += r.E2E
+		if r.Err == nil && r.TTFT > 0 {
+			sum += r.E2E - r.TTFT
 			n++
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 )
 
 func TestATrialsInFlightIsTheExactIntegralOverItsSteadyPart(t *testing.T) {
@@ -192,7 +193,7 @@ func TestATrialRejectsBadSettings(t *testing.T) {
 		{"a cap of 0", func(c *TrialConfig) { c.MaxOutstanding = 0 }, "the outstanding cap must be ≥ 1"},
 		{"a threshold share over 1", func(c *TrialConfig) { c.ThresholdShare = 1.5 }, "the threshold share must be in (0, 1], got 1.5"},
 		{"a negative runaway growth", func(c *TrialConfig) { c.Runaway.Growth = -0.5 }, "runaway test: the growth, requests and settling must be finite and ≥ 0, got -0.5, 0 and 0"},
-		{"a runaway floor that is not a number", func(c *TrialConfig) { c.Runaway = Runaway{Growth: 0.6, Requests: math.NaN()} }, "got 0.6, NaN and 0"},
+		{"a runaway floor that is not a number", func(c *TrialConfig) { c.Runaway = measure.Runaway{Growth: 0.6, Requests: math.NaN()} }, "got 0.6, NaN and 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := good
@@ -303,13 +304,13 @@ func TestATrialWhoseQueueRanAwayIsNotKept(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		reqs    []*sentRequest
-		runaway Runaway
+		runaway measure.Runaway
 		kept    bool
 	}{
-		{"a steady queue", steady, DefaultRunaway, true},
-		{"a queue that ran away", growing, DefaultRunaway, false},
-		{"a queue that ran away, the test off", growing, Runaway{}, true},
-		{"a queue that ran away, within a looser limit", growing, Runaway{Growth: 3, Requests: 3}, true},
+		{"a steady queue", steady, measure.DefaultRunaway, true},
+		{"a queue that ran away", growing, measure.DefaultRunaway, false},
+		{"a queue that ran away, the test off", growing, measure.Runaway{}, true},
+		{"a queue that ran away, within a looser limit", growing, measure.Runaway{Growth: 3, Requests: 3}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := Trial{Steady: to.Sub(from)}
@@ -351,11 +352,11 @@ func TestAQueueStillFillingIsNotARunaway(t *testing.T) {
 	reqs := growingRequests(t0, 720, 500*time.Millisecond, func(int) time.Duration { return 5 * time.Minute })
 	for _, tc := range []struct {
 		name    string
-		runaway Runaway
+		runaway measure.Runaway
 		kept    bool
 	}{
-		{"the sweep's test", DefaultRunaway, true},
-		{"judged however short the warm-up", Runaway{Growth: 0.6, Requests: 3}, false},
+		{"the sweep's test", measure.DefaultRunaway, true},
+		{"judged however short the warm-up", measure.Runaway{Growth: 0.6, Requests: 3}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := Trial{Steady: to.Sub(from)}
@@ -368,30 +369,5 @@ func TestAQueueStillFillingIsNotARunaway(t *testing.T) {
 				t.Errorf("kept %v (%q), want %v", tr.Kept, tr.Breach, tc.kept)
 			}
 		})
-	}
-}
-
-func TestRunawayNeedsTheGrowthAsAShareAndInRequests(t *testing.T) {
-	r := Runaway{Growth: 0.6, Requests: 3}
-	for _, tc := range []struct {
-		first, last float64
-		want        bool
-	}{
-		{10, 16, false},  // 60%: not past it
-		{10, 16.5, true}, // 65% and 6.5 requests
-		{2, 4.5, false},  // 125%, but 2.5 requests: a small count's chance swing
-		{2, 5, true},     // 150% and 3 requests
-		{40, 30, false},  // a queue that drained
-		{0, 3, true},
-	} {
-		if got := r.RanAway(tc.first, tc.last); got != tc.want {
-			t.Errorf("%g → %g: ran away %v, want %v", tc.first, tc.last, got, tc.want)
-		}
-	}
-	if (Runaway{}).RanAway(1, 100) || (Runaway{}).Judged(time.Hour, time.Second) {
-		t.Error("the zero Runaway judged a trial; it must turn the test off")
-	}
-	if d := DefaultRunaway; !d.Judged(time.Minute, 30*time.Second) || d.Judged(time.Minute, 31*time.Second) {
-		t.Error("the sweep's test must be judged where the warm-up is twice a request's time in flight, and only there")
 	}
 }

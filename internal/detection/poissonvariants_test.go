@@ -14,6 +14,7 @@ import (
 
 	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 	"github.com/kneewatch/kneewatch/sweep"
 	"github.com/kneewatch/kneewatch/workload"
 )
@@ -38,8 +39,8 @@ type poissonVariant struct {
 	// reached it after any step of its steady part.
 	kvPeak float64
 	// runaway does not keep a trial whose requests in flight kept growing
-	// through its steady part (sweep.Runaway; the zero value never).
-	runaway sweep.Runaway
+	// through its steady part (measure.Runaway; the zero value never).
+	runaway measure.Runaway
 	// runawaySD, when set, asks the growth to be this many × √(the first
 	// third's in-flight requests) too: a floor that grows with the chance
 	// swings of a count.
@@ -85,16 +86,16 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 		if v.kvPeak > 0 && lv.KVPeak >= v.kvPeak {
 			kept = false
 		}
-		// The time in flight as the sweep's client measures it: sent to
-		// the last token, of the steady part's completed requests.
-		var e2e time.Duration
+		// The decode as the sweep's client measures it: first token to
+		// last, of the steady part's completed requests.
+		var decode time.Duration
 		for _, r := range lv.Window {
-			e2e += r.E2E()
+			decode += r.E2E() - r.TTFT()
 		}
 		if len(lv.Window) > 0 {
-			e2e /= time.Duration(len(lv.Window))
+			decode /= time.Duration(len(lv.Window))
 		}
-		if g := lv.InFlightThirds; v.runaway.Judged(warm, e2e) && v.runaway.RanAway(g[0], g[1]) && g[1]-g[0] >= v.runawaySD*math.Sqrt(g[0]) {
+		if g := lv.InFlightThirds; v.runaway.Judged(warm, decode) && v.runaway.RanAway(g[0], g[1]) && g[1]-g[0] >= v.runawaySD*math.Sqrt(g[0]) {
 			kept = false
 		}
 		if g := lv.InFlightThirds; v.runawayZ > 0 && g[1] > g[0] {
@@ -208,8 +209,8 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 // first and last third of the steady part; the sweep's client counts the
 // same): the 8B/H100 long-context trials at 0.737 requests/s were already
 // growing. Past 60% and 3 requests, judged where the warm-up lasted twice
-// a request's time in flight, half A 31 → 36 of 56 within ±10%, half B
-// 44 → 45, and it became the default (sweep.Runaway has every setting
+// a request's decode, half A 31 → 36 of 56 within ±10%, half B
+// 44 → 45, and it became the default (measure.Runaway has every setting
 // tried; KNEEWATCH_POISSON_VARIANTS=runaway, 35 s). The variants above now
 // run with it.
 //
@@ -228,7 +229,7 @@ func TestSweepPoissonVariants(t *testing.T) {
 	if os.Getenv("KNEEWATCH_POISSON_VARIANTS") == "" {
 		t.Skip("set KNEEWATCH_POISSON_VARIANTS=1")
 	}
-	base := poissonVariant{warmup: sweep.DefaultOpenLoopWarmup, requests: sweep.DefaultOpenLoopRequests, runaway: sweep.DefaultRunaway}
+	base := poissonVariant{warmup: sweep.DefaultOpenLoopWarmup, requests: sweep.DefaultOpenLoopRequests, runaway: measure.DefaultRunaway}
 	with := func(name string, share, latencies float64, requests int) poissonVariant {
 		v := base
 		v.name, v.share, v.warmupLatency = name, share, latencies
@@ -282,20 +283,20 @@ func TestSweepPoissonVariants(t *testing.T) {
 		}
 	}
 	// KNEEWATCH_POISSON_VARIANTS=runaway: the runaway test's settings
-	// (sweep.Runaway says what was chosen and why).
+	// (measure.Runaway says what was chosen and why).
 	if os.Getenv("KNEEWATCH_POISSON_VARIANTS") == "runaway" {
 		runaway := func(growth, requests, sd float64) poissonVariant {
 			v := with(fmt.Sprintf("share 90%%, runaway past %.0f%% and %g requests", 100*growth, requests), 0.9, 0, 0)
 			if sd > 0 {
 				v.name += fmt.Sprintf(" and %g√ of the first third's", sd)
 			}
-			v.runaway, v.runawaySD = sweep.Runaway{Growth: growth, Requests: requests}, sd
+			v.runaway, v.runawaySD = measure.Runaway{Growth: growth, Requests: requests}, sd
 			return v
 		}
 		variants = nil
 		for _, k := range []float64{0, 1, 3} {
-			v := with(fmt.Sprintf("share 90%%, runaway past 60%% and 3 requests, judged where the warm-up is %g× the time in flight", k), 0.9, 0, 0)
-			v.runaway = sweep.Runaway{Growth: 0.6, Requests: 3, Settle: k}
+			v := with(fmt.Sprintf("share 90%%, runaway past 60%% and 3 requests, judged where the warm-up is %g× the decode", k), 0.9, 0, 0)
+			v.runaway = measure.Runaway{Growth: 0.6, Requests: 3, Settle: k}
 			variants = append(variants, v)
 		}
 		for _, k := range []float64{1, 2, 3} {
@@ -306,13 +307,13 @@ func TestSweepPoissonVariants(t *testing.T) {
 			variants = append(variants, v)
 		}
 		none := with("share 90%, no runaway test", 0.9, 0, 0)
-		none.runaway = sweep.Runaway{}
+		none.runaway = measure.Runaway{}
 		variants = append(variants, with("share 90% (shipped)", 0.9, 0, 0), none,
 			runaway(0.6, 1, 0), runaway(0.6, 2, 0), runaway(0.4, 2, 0), runaway(0.8, 2, 0), runaway(1, 2, 0),
 			runaway(0.6, 2, 2), runaway(0.4, 2, 2), runaway(0.8, 2, 2))
 		for _, z := range []float64{2, 3} {
 			v := with(fmt.Sprintf("share 90%%, runaway past %g standard errors", z), 0.9, 0, 0)
-			v.runaway, v.runawayZ = sweep.Runaway{}, z
+			v.runaway, v.runawayZ = measure.Runaway{}, z
 			variants = append(variants, v)
 		}
 	}

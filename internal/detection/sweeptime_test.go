@@ -63,7 +63,7 @@ type emulatedPoisson struct {
 // stopped at its first breached tick.
 // Seed picks the trials' arrivals and request lengths.
 func emulatePoisson(ctx context.Context, p sim.Preset, gen *workload.Generator, slo knee.SLO, closedRate float64, seed uint64) (emulatedPoisson, error) {
-	return emulatePoissonVariant(ctx, p, gen, slo, closedRate, 0, poissonVariant{warmup: sweep.DefaultOpenLoopWarmup, requests: sweep.DefaultOpenLoopRequests, share: sweep.DefaultThresholdShare, runaway: sweep.DefaultRunaway, seed: seed})
+	return emulatePoissonVariant(ctx, p, gen, slo, closedRate, 0, poissonVariant{warmup: sweep.DefaultOpenLoopWarmup, requests: sweep.DefaultOpenLoopRequests, share: sweep.DefaultThresholdShare, runaway: measure.DefaultRunaway, seed: seed})
 }
 
 // poissonSeeds is how many seeds the true poisson knee, and the sweep's

@@ -36,6 +36,10 @@ type KneeConfig struct {
 	Arrivals knee.Arrivals
 	// OpenLoop shapes the poisson search; ignored for closed-loop.
 	OpenLoop OpenLoopConfig
+	// OpenLoopVerdict is what each of its trials is held to beyond the
+	// windowed SLO at the thresholds (see TrialVerdict; the zero value:
+	// nothing more).
+	OpenLoopVerdict TrialVerdict
 	// Logger reports each poisson trial (debug) and a knee moved onto the
 	// curve (warning); nil discards.
 	Logger *slog.Logger

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 	"github.com/kneewatch/kneewatch/workload"
 )
 
@@ -28,6 +29,44 @@ type OpenLoopLevelConfig struct {
 	// whichever trials ran before it.
 	Seed     uint64
 	OpenLoop OpenLoopConfig
+	// Verdict holds the trial to more than the windowed SLO at its
+	// thresholds (the zero value: nothing more).
+	Verdict TrialVerdict
+}
+
+// TrialVerdict is what an open-loop trial is held to beyond its windowed
+// SLO percentiles at the thresholds. `kneewatch sweep`'s trials last a few
+// minutes: it judges them at a share of the thresholds and does not keep
+// one whose queue ran away (sweep.OpenLoopConfig, measure.Runaway), and
+// the simulator can judge its trials the same way. Its own knee, the
+// detection bench's truth, runs 20-minute trials at the thresholds alone
+// (the zero value).
+type TrialVerdict struct {
+	// ThresholdShare, in (0, 1], is the share of each threshold the
+	// windowed percentiles must stay within (0: the thresholds). The
+	// trial's goodput still counts against the thresholds themselves.
+	ThresholdShare float64
+	Runaway        measure.Runaway
+}
+
+// validate names a setting out of range.
+func (v TrialVerdict) validate() error {
+	if v.ThresholdShare != 0 && !(v.ThresholdShare > 0 && v.ThresholdShare <= 1) {
+		return fmt.Errorf("open loop: the threshold share must be in (0, 1], got %v", v.ThresholdShare)
+	}
+	if err := v.Runaway.Validate(); err != nil {
+		return fmt.Errorf("open loop: %w", err)
+	}
+	return nil
+}
+
+// judged is slo with its thresholds × the share.
+func (v TrialVerdict) judged(slo knee.SLO) knee.SLO {
+	if v.ThresholdShare > 0 && v.ThresholdShare < 1 {
+		slo.TTFT = knee.Duration(float64(slo.TTFT) * v.ThresholdShare)
+		slo.TPOT = knee.Duration(float64(slo.TPOT) * v.ThresholdShare)
+	}
+	return slo
 }
 
 // OpenLoopLevel is a measured open-loop trial.
@@ -64,6 +103,9 @@ type OpenLoopLevel struct {
 	// KVPeak is the highest KV-cache usage after any engine step of the
 	// steady part, 0..1.
 	KVPeak float64
+	// RanAway is set when the trial was not kept because its queue did not
+	// settle (TrialVerdict.Runaway).
+	RanAway bool
 	// InFlightThirds are the mean in-flight requests over the first and
 	// the last third of the steady part, exact integrals as Point's: a
 	// queue that keeps growing shows as the second far above the first
@@ -91,6 +133,10 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 	if err := validateSLO(cfg.SLO); err != nil {
 		return OpenLoopLevel{}, err
 	}
+	if err := cfg.Verdict.validate(); err != nil {
+		return OpenLoopLevel{}, err
+	}
+	judged := cfg.Verdict.judged(cfg.SLO)
 	ol, err := cfg.OpenLoop.withDefaults()
 	if err != nil {
 		return OpenLoopLevel{}, err
@@ -210,14 +256,17 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 	for _, arrived := range waiting {
 		stuck = append(stuck, arrived)
 	}
-	lv.TTFT = knee.TTFTByDeadline(lv.TTFT, stuck, lv.End, cfg.SLO.TTFT.D())
+	lv.TTFT = knee.TTFTByDeadline(lv.TTFT, stuck, lv.End, judged.TTFT.D())
 
 	// A trial no tick of which could be judged does not keep the SLO
 	// (knee.KeptSLO): the 8B/L4 summarize replica's trials at 0.15
 	// requests/s were never judged and passed while the queue thrashed the
 	// KV cache, and its "knee" was put at the curve's end, 16 in flight,
 	// where the replica breaks at 6.
-	lv.KeptSLO = knee.KeptSLO(lv.TTFT, lv.TPOT, cfg.SLO, ol.SLOWindow, lv.SteadyFrom.Add(ol.Tick), lv.End, ol.Tick)
+	lv.KeptSLO = knee.KeptSLO(lv.TTFT, lv.TPOT, judged, ol.SLOWindow, lv.SteadyFrom.Add(ol.Tick), lv.End, ol.Tick)
+	if g := lv.InFlightThirds; lv.KeptSLO && cfg.Verdict.Runaway.Judged(ol.Warmup, meanDecode(lv.Window)) && cfg.Verdict.Runaway.RanAway(g[0], g[1]) {
+		lv.KeptSLO, lv.RanAway = false, true
+	}
 	sec := steady.Seconds()
 	lv.GoodShare = goodShare(lv.Window, cfg.SLO)
 	pt := summarize(lv.Window, float64(tokens)/sec, sec, cfg.SLO).Point
@@ -231,6 +280,19 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 	tidy(&pt)
 	lv.Point = pt
 	return lv, nil
+}
+
+// meanDecode is the mean time from the first token to the last of reqs
+// (0 for none), as the sweep's client measures it (see measure.Runaway).
+func meanDecode(reqs []*Request) time.Duration {
+	if len(reqs) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, r := range reqs {
+		sum += r.E2E() - r.TTFT()
+	}
+	return sum / time.Duration(len(reqs))
 }
 
 // trialSteady is the steady part of a trial at rate: at least steady, and

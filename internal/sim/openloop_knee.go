@@ -36,13 +36,13 @@ func findPoissonKnee(ctx context.Context, cfg KneeConfig, ol OpenLoopConfig, clo
 	trial := func(frac float64) (OpenLoopLevel, error) {
 		rate := math.Round(frac*closedRate*1e6) / 1e6
 		lv, err := RunOpenLoop(ctx, OpenLoopLevelConfig{
-			Engine: cfg.Engine, Workload: cfg.Workload, Rate: rate, SLO: cfg.SLO, Seed: cfg.Seed, OpenLoop: ol,
+			Engine: cfg.Engine, Workload: cfg.Workload, Rate: rate, SLO: cfg.SLO, Seed: cfg.Seed, OpenLoop: ol, Verdict: cfg.OpenLoopVerdict,
 		})
 		if err != nil {
 			return lv, fmt.Errorf("poisson rate %g requests/s: %w", rate, err)
 		}
 		p.Sweep.RateLevels = append(p.Sweep.RateLevels, rate)
-		log.Debug("poisson trial", "rate", rate, "share_of_closed_loop_rate", frac, "kept_slo", lv.KeptSLO,
+		log.Debug("poisson trial", "rate", rate, "share_of_closed_loop_rate", frac, "kept_slo", lv.KeptSLO, "ran_away", lv.RanAway,
 			"in_flight", lv.Point.Concurrency, "ttft_p99", lv.Point.TTFT.P99, "tpot_p99", lv.Point.TPOT.P99)
 		return lv, nil
 	}

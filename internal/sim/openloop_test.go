@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
 )
 
 // poissonChatSLO is the chat SLO of the poisson ground-truth tests (and of
@@ -42,7 +43,7 @@ func poissonKnee(t *testing.T, cfg KneeConfig) knee.Profile {
 func trialAt(t *testing.T, cfg KneeConfig, rate float64) OpenLoopLevel {
 	t.Helper()
 	lv, err := RunOpenLoop(context.Background(), OpenLoopLevelConfig{
-		Engine: cfg.Engine, Workload: cfg.Workload, Rate: rate, SLO: cfg.SLO, Seed: cfg.Seed, OpenLoop: cfg.OpenLoop,
+		Engine: cfg.Engine, Workload: cfg.Workload, Rate: rate, SLO: cfg.SLO, Seed: cfg.Seed, OpenLoop: cfg.OpenLoop, Verdict: cfg.OpenLoopVerdict,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -208,6 +209,36 @@ func TestAnOpenLoopTrialPastCapacityShowsItsQueueGrowing(t *testing.T) {
 	lv := trialAt(t, cfg, 150)
 	if g := lv.InFlightThirds; !(g[1] > 2*g[0]) || lv.KeptSLO {
 		t.Errorf("150 req/s: in flight over the first and last thirds %v, kept %v; want the queue growing, the SLO broken", g, lv.KeptSLO)
+	}
+}
+
+// TestATrialCanBeJudgedAsTheSweepJudgesIt: held to half its thresholds, a
+// trial that keeps the SLO at them does not; and a rate past what the
+// replica serves, under an SLO so loose no window breaks it, is kept at the
+// thresholds alone and not under the sweep's runaway test, which says so.
+func TestATrialCanBeJudgedAsTheSweepJudgesIt(t *testing.T) {
+	cfg := kneeConfig(t, "llama-3.1-8b-h100", "chat", poissonChatSLO, 1, 256)
+	cfg.OpenLoop = OpenLoopConfig{Warmup: time.Minute, Steady: 3 * time.Minute}
+	if lv := trialAt(t, cfg, 25); !lv.KeptSLO {
+		t.Fatalf("25 req/s: not kept at the thresholds; the case needs a trial that keeps them")
+	}
+	cfg.OpenLoopVerdict = TrialVerdict{ThresholdShare: 0.2}
+	if lv := trialAt(t, cfg, 25); lv.KeptSLO || lv.RanAway {
+		t.Errorf("25 req/s at 20%% of the thresholds: kept %v, ran away %v; want broken by the windows", lv.KeptSLO, lv.RanAway)
+	}
+
+	cfg.SLO = knee.SLO{TTFT: knee.Duration(time.Hour), TPOT: knee.Duration(time.Minute), Quantile: 0.99}
+	cfg.OpenLoopVerdict = TrialVerdict{}
+	if lv := trialAt(t, cfg, 150); !lv.KeptSLO {
+		t.Fatalf("150 req/s under an SLO of an hour: not kept; the case needs windows that never break")
+	}
+	cfg.OpenLoopVerdict = TrialVerdict{Runaway: measure.DefaultRunaway}
+	if lv := trialAt(t, cfg, 150); lv.KeptSLO || !lv.RanAway {
+		t.Errorf("150 req/s under the sweep's runaway test: kept %v, ran away %v (in flight %v); want a runaway", lv.KeptSLO, lv.RanAway, lv.InFlightThirds)
+	}
+	if _, err := RunOpenLoop(context.Background(), OpenLoopLevelConfig{Engine: cfg.Engine, Workload: cfg.Workload, Rate: 1, SLO: cfg.SLO,
+		Verdict: TrialVerdict{ThresholdShare: 1.5}}); err == nil || !strings.Contains(err.Error(), "threshold share must be in (0, 1], got 1.5") {
+		t.Errorf("a share of 1.5: error %v", err)
 	}
 }
 

@@ -1,14 +1,15 @@
-package sweep
+package measure
 
 import (
 	"fmt"
 	"time"
 )
 
-// Runaway judges whether a trial's queue settled: a rate past what the
-// replica sustains shows, before any window's percentile breaks, as
-// requests in flight that keep growing. It is measured by the client (the
-// requests it sent that have not come back), so it needs no engine metrics.
+// Runaway judges whether an open-loop trial's queue settled: a rate past
+// what the replica sustains shows, before any window's percentile breaks,
+// as requests in flight that keep growing. The sweep measures it at its
+// client (the requests it sent that have not come back), so it needs no
+// engine metrics; the simulator counts the same in its engine.
 //
 // Why: a trial is a few minutes long, and a replica just past its
 // sustainable rate takes longer than that to break. On the simulator, an
@@ -33,13 +34,18 @@ import (
 // A queue still filling grows too: requests that outlast the warm-up have
 // not all arrived in flight when the steady part opens (requests of five
 // minutes, as a reasoning model's long outputs take, after a one-minute
-// warm-up, would read as a queue growing by 90% on a replica with room to
+// warm-up, read as a queue growing by 165% on a replica with room to
 // spare). So the test is judged only where the warm-up lasted Settle times
-// the steady part's completed requests' mean time in flight or more.
-// Judged from twice, the simulator's sweeps came out as with no such
-// condition on half A (36 of 56) and one fewer on half B (45 of 56; at
-// three times, 34 and 45): its 70B/H200 long-context trials, whose
-// requests take over half the warm-up, are no longer judged on it. A
+// the steady part's completed requests' mean decode (first token to last)
+// or more: the part of a request's time in flight that is its own work,
+// which a queue that runs away does not lengthen (its wait is before the
+// first token). Judged from twice, the simulator's sweeps came out as with
+// no such condition on half A (36 of 56) and one fewer on half B (45 of
+// 56; from once, 36 and 46; from three times, 35 and 45): two of its
+// 70B/H200 long-context trials, whose decodes take over half the warm-up,
+// are no longer judged on it. The margin was kept over the held-out
+// half's one sweep, since a queue judged before it filled would fail a
+// replica with room to spare. A
 // warm-up stretched to 1, 2 or 3 times the closed-loop knee's request
 // latency instead, the test judged always, did no better (36, 35 and 34 on
 // A; 45, 45 and 42 on B) for 1-8% more trial time.
@@ -50,21 +56,22 @@ type Runaway struct {
 	// before it counts (a replica holding two or three requests in flight
 	// swings by one or two from chance). Zero Growth turns the test off.
 	Growth, Requests float64
-	// Settle is how many of the completed requests' mean time in flight
-	// the warm-up must have lasted for the test to be judged (0: always).
+	// Settle is how many of the completed requests' mean decode (first
+	// token to last) the warm-up must have lasted for the test to be
+	// judged (0: always).
 	Settle float64
 }
 
-// DefaultRunaway is the sweep's: in flight grew by more than 60% and by 3
-// requests or more from the first to the last third of the steady part,
-// judged where the warm-up lasted twice a request's mean time in flight.
+// DefaultRunaway is `kneewatch sweep`'s: in flight grew by more than 60%
+// and by 3 requests or more from the first to the last third of the steady
+// part, judged where the warm-up lasted twice a request's mean decode.
 var DefaultRunaway = Runaway{Growth: 0.6, Requests: 3, Settle: 2}
 
 // Judged reports whether the queue had time to fill before the steady
-// part: a warm-up of Settle × meanInFlight or more (meanInFlight the
-// completed requests' mean time from sending to the last token).
-func (r Runaway) Judged(warmup, meanInFlight time.Duration) bool {
-	return r.Growth > 0 && float64(warmup) >= r.Settle*float64(meanInFlight)
+// part: a warm-up of Settle × meanDecode or more (meanDecode the completed
+// requests' mean time from the first token to the last).
+func (r Runaway) Judged(warmup, meanDecode time.Duration) bool {
+	return r.Growth > 0 && float64(warmup) >= r.Settle*float64(meanDecode)
 }
 
 // RanAway reports whether the mean in-flight requests over the first
@@ -84,8 +91,8 @@ func (r Runaway) Validate() error {
 	return nil
 }
 
-// describe is a trial's breach for a queue that ran away.
-func (r Runaway) describe(first, last float64) string {
+// Describe is a trial's breach for a queue that ran away.
+func (r Runaway) Describe(first, last float64) string {
 	return fmt.Sprintf("requests in flight grew from %.1f over the first third of the steady part to %.1f over its last (more than %.0f%% and %g requests): the queue did not settle",
 		first, last, 100*r.Growth, r.Requests)
 }
