@@ -49,6 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	suite := fs.String("suite", "regressions", "what to run besides the regressions: regressions (only them), test (the generated suite's held-out half, which the report is about) or tune (the half defaults may be chosen on)")
 	suiteSeed := fs.Uint64("suite-seed", 1, "seed the generated suite is drawn with")
 	resweep := fs.Uint64("resweep-seed", 2, "on the suite half, also give a second kneewatch the deployment's profile swept again with this seed, as an operator's own sweep would be (0: off)")
+	resweepTrials := fs.String("resweep-trials", "sweep", "how the resweep's Poisson trials run: sweep (as kneewatch sweep runs its own: 1-minute warm-ups, 150 requests, judged at 90% of the thresholds with the runaway test) or truth (as the truth's: 20-minute steady parts at the thresholds)")
 	withoutModels := fs.Bool("without-models", true, "on the suite half, also give a second kneewatch the deployment's profile without its mix and speed models, as `kneewatch sweep` writes it by default")
 	truthSeeds := fs.Int("truth-grid-seeds", detection.BenchTruthGridSeeds, "on the suite half, the true knee under a mix share or a slowdown is the median of this many knee searches with different seeds (1: one search, as at nominal conditions)")
 	limit := fs.Int("limit", 0, "run only the first N scenarios of the suite half (0: all), for a quick look")
@@ -61,6 +62,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *truthSeeds < 1 {
 		return fmt.Errorf("--truth-grid-seeds must be at least 1, got %d", *truthSeeds)
+	}
+	if *resweepTrials != "sweep" && *resweepTrials != "truth" {
+		return fmt.Errorf("--resweep-trials must be sweep or truth, got %q", *resweepTrials)
 	}
 	scenarios, err := pick(detection.Scenarios(), *only)
 	if err != nil {
@@ -101,6 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		half := opts
 		half.Scenarios, half.PageVariants, half.ClosedLoopWhatIf = generated, nil, false
 		half.ResweepSeed = *resweep
+		half.ResweepLikeSweep = *resweepTrials == "sweep"
 		half.WithoutModelsWhatIf = *withoutModels
 		half.TruthGridSeeds = *truthSeeds
 		go func() {

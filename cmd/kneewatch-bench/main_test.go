@@ -20,6 +20,7 @@ func TestRunRejectsBadFlagsBeforeSimulatingAnything(t *testing.T) {
 		{"a seed that is not a number", []string{"--other-seeds", "2,x"}, `--other-seeds: "x" is not a seed`},
 		{"a zero seed", []string{"--other-seeds", "0"}, `--other-seeds: "0" is not a seed`},
 		{"no truth grid search", []string{"--truth-grid-seeds", "0"}, "--truth-grid-seeds must be at least 1, got 0"},
+		{"an unknown way to run the resweep's trials", []string{"--resweep-trials", "long"}, `--resweep-trials must be sweep or truth, got "long"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,6 +65,18 @@ type Options struct {
 	// mean over that sweep and these, as an operator averaging several
 	// sweeps would have.
 	ResweepAverageSeeds []uint64
+	// ResweepLikeSweep runs the resweep's Poisson trials as `kneewatch
+	// sweep` runs its own: a 1-minute warm-up, a steady part of 150
+	// requests and at least 2 minutes, 4 halvings from 0.2 of the start,
+	// judged at 90% of the thresholds with the runaway test
+	// (sweep.OpenLoopConfig's defaults), rather than as the truth's are
+	// (5-minute warm-ups, 20-minute steady parts at the thresholds): the
+	// profile an operator's sweep writes. Its mix and speed models are
+	// searched the same way.
+	ResweepLikeSweep bool
+	// sweepTrials makes this run's knee searches the sweep's (set on the
+	// resweep's options when ResweepLikeSweep is).
+	sweepTrials bool
 	// WithoutModelsWhatIf also runs a second kneewatch on the same scrapes
 	// given the deployment's profile as `kneewatch sweep` writes it by
 	// default (without --mix-scales or --speed-model): no mix or speed
@@ -160,6 +172,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			ro := o
 			ro.Seed = seed
 			ro.TruthGridSeeds = 1 // the what-if sweeps the nominal profile only, never a grid
+			ro.sweepTrials = o.ResweepLikeSweep
 			resweepKnees = append(resweepKnees, newKneeCache(ro))
 		}
 	}

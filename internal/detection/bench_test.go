@@ -3,6 +3,8 @@ package detection
 import (
 	"bytes"
 	"context"
+	"github.com/kneewatch/kneewatch/internal/sim"
+	"github.com/kneewatch/kneewatch/measure"
 	"math"
 	"slices"
 	"strings"
@@ -300,5 +302,26 @@ func TestBenchSuiteSubset(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the report lacks %q", want)
 		}
+	}
+}
+
+// TestTheResweepRunsTheSweepsTrialsWhenAsked: Options.ResweepLikeSweep
+// gives the resweep's knee searches `kneewatch sweep`'s trials (its warm-up,
+// steady part, halvings, share of the thresholds and runaway test), and
+// leaves the truth's searches as they were.
+func TestTheResweepRunsTheSweepsTrialsWhenAsked(t *testing.T) {
+	o := Options{ResweepSeed: 2, ResweepLikeSweep: true}.withDefaults()
+	truthOL, truthVerdict := poissonSearch(o)
+	if truthOL.Warmup != poissonWarmup || truthOL.Steady != poissonSteady || truthVerdict != (sim.TrialVerdict{}) {
+		t.Errorf("the truth's search is %+v judged %+v; want the bench's own, at the thresholds", truthOL, truthVerdict)
+	}
+	o.sweepTrials = true
+	ol, verdict := poissonSearch(o)
+	if ol.Warmup != sweep.DefaultOpenLoopWarmup || ol.Steady != sweep.DefaultOpenLoopSteady || ol.Low != sweep.DefaultOpenLoopLow ||
+		ol.Steps != sweep.DefaultOpenLoopSteps || verdict.ThresholdShare != sweep.DefaultThresholdShare || verdict.Runaway != measure.DefaultRunaway {
+		t.Errorf("the resweep's search is %+v judged %+v; want the sweep's", ol, verdict)
+	}
+	if got := resweepSeeds(o); got != "kneewatch sweep's trials, seed 2" {
+		t.Errorf("the what-if is named %q", got)
 	}
 }

@@ -141,8 +141,13 @@ func resweepDetector(d Detector, o Options) Detector {
 }
 
 // resweepSeeds names the resweep what-if's sweeps: "seed 2", or "seeds 2
-// and 3 averaged".
+// and 3 averaged"; "kneewatch sweep's trials, seed 2" when they ran as the
+// sweep runs its own (Options.ResweepLikeSweep).
 func resweepSeeds(o Options) string {
+	if o.ResweepLikeSweep {
+		o.ResweepLikeSweep = false
+		return "kneewatch sweep's trials, " + resweepSeeds(o)
+	}
 	if len(o.ResweepAverageSeeds) == 0 {
 		return fmt.Sprintf("seed %d", o.ResweepSeed)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/measure"
+	"github.com/kneewatch/kneewatch/sweep"
 	"github.com/kneewatch/kneewatch/workload"
 )
 
@@ -48,10 +50,19 @@ const (
 )
 
 // poissonSearch is the bench's Poisson knee search (the settings above),
-// judged at o's scrape interval over its SLO window.
-func poissonSearch(o Options) sim.OpenLoopConfig {
+// judged at o's scrape interval over its SLO window, and what its trials
+// are held to beyond that window: nothing for the truth's; for a search
+// run as `kneewatch sweep` runs its own (Options.ResweepLikeSweep), the
+// sweep's trials (sweep.OpenLoopConfig's defaults), their steady parts
+// sized to hold 150 requests as the simulator's trials always are.
+func poissonSearch(o Options) (sim.OpenLoopConfig, sim.TrialVerdict) {
+	if o.sweepTrials {
+		return sim.OpenLoopConfig{Warmup: sweep.DefaultOpenLoopWarmup, Steady: sweep.DefaultOpenLoopSteady, Tick: o.ScrapeInterval,
+				SLOWindow: o.SLOWindow, Low: sweep.DefaultOpenLoopLow, Steps: sweep.DefaultOpenLoopSteps},
+			sim.TrialVerdict{ThresholdShare: sweep.DefaultThresholdShare, Runaway: measure.DefaultRunaway}
+	}
 	return sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: poissonSteady, Tick: o.ScrapeInterval,
-		SLOWindow: o.SLOWindow, Low: poissonLow, Steps: poissonSteps}
+		SLOWindow: o.SLOWindow, Low: poissonLow, Steps: poissonSteps}, sim.TrialVerdict{}
 }
 
 // profile is the true knee profile of dep's replica when a share of its
@@ -95,6 +106,7 @@ func (k *kneeFinder) profile(ctx context.Context, dep Deployment, alt string, sh
 		mixScales = knee.DefaultMixScales
 		speeds = knee.DefaultSpeeds
 	}
+	openLoop, verdict := poissonSearch(k.opts)
 	p, err := sim.FindKnee(ctx, sim.KneeConfig{
 		Engine:   sim.Config{Preset: preset, Slowdown: slowdown},
 		Workload: gen,
@@ -102,11 +114,12 @@ func (k *kneeFinder) profile(ctx context.Context, dep Deployment, alt string, sh
 		Seed:     k.opts.Seed,
 		// The chat knee sits at about half of max_num_seqs; sweeping up to
 		// it leaves room to see the flattening.
-		MaxConcurrency: preset.MaxNumSeqs,
-		Arrivals:       knee.ArrivalsPoisson,
-		OpenLoop:       poissonSearch(k.opts),
-		MixScales:      mixScales,
-		Speeds:         speeds,
+		MaxConcurrency:  preset.MaxNumSeqs,
+		Arrivals:        knee.ArrivalsPoisson,
+		OpenLoop:        openLoop,
+		OpenLoopVerdict: verdict,
+		MixScales:       mixScales,
+		Speeds:          speeds,
 	})
 	if errors.Is(err, sim.ErrMixModel) {
 		// Too few scaled mixes had a knee (the SLO breaks at one request of

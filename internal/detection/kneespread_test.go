@@ -118,7 +118,7 @@ func TestPoissonKneeTrialLength(t *testing.T) {
 		}
 		for _, steady := range []time.Duration{poissonSteady, 5 * poissonSteady} {
 			var knees []float64
-			ol := poissonSearch(o)
+			ol, _ := poissonSearch(o)
 			ol.Steady = steady
 			for i := uint64(1); i <= 5; i++ {
 				p, err := poissonKneeWith(ctx, dep.Workload, preset, 1, slo, i*1000+1, ol)
@@ -164,7 +164,7 @@ func TestPoissonKneeRateAtOtherSeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ol := poissonSearch(o)
+	ol, _ := poissonSearch(o)
 	kept, trials := 0, 0
 	for _, dep := range deps {
 		slo, err := kc.slo(ctx, dep)

@@ -311,8 +311,8 @@ func (r *Report) suiteMethod(p func(string, ...any)) {
 	}
 	p(" An operator's profile is a sweep of its own, with its own noise: the\n")
 	p("  \"kneewatch given its own sweep\" tables run a second kneewatch on the same scrapes with the deployment's profile\n")
-	p("  swept again at another seed (`kneewatch-bench --resweep-seed`, `Options.ResweepSeed`); its error against the\n")
-	p("  truth holds both sweeps' noise.\n\n")
+	p("  swept again at another seed (`kneewatch-bench --resweep-seed`, `Options.ResweepSeed`), its trials run as\n")
+	p("  `kneewatch sweep` runs its own unless `--resweep-trials truth`; its error against the truth holds both sweeps' noise.\n\n")
 }
 
 func slicesIndex(name string) int {
@@ -339,8 +339,16 @@ func (r *Report) suiteResweepTables(p func(string, ...any)) {
 	p("### kneewatch given its own sweep (test half)\n\n")
 	p("Everywhere above, kneewatch is given the very sweep the truth is measured with, so at nominal conditions its knee\n")
 	p("is the truth's exactly. An operator's profile is a sweep of its own: here a second kneewatch, fed the same scrapes and judged\n")
-	p("against the same truth, is given the deployment's profile swept again with %s (the same search, mix model\n", resweepSeeds(r.Options))
-	p("included, on other arrivals and request lengths). What differs is one Poisson search's noise in where the knee lies.\n")
+	if r.Options.ResweepLikeSweep {
+		p("against the same truth, is given the deployment's profile swept again with seed %d as `kneewatch sweep` sweeps: its\n", r.Options.ResweepSeed)
+		p("Poisson trials a 1-minute warm-up and a steady part of 150 requests (at least 2 minutes), 4 halvings from 0.2 of the\n")
+		p("start, each judged at 90%% of the thresholds and not kept where its queue ran away (the truth's: 5-minute warm-ups,\n")
+		p("20-minute steady parts at the thresholds), its mix and speed models searched the same way, on other arrivals and\n")
+		p("request lengths. What differs is the sweep's own noise and bias in where the knee lies.\n")
+	} else {
+		p("against the same truth, is given the deployment's profile swept again with %s (the same search, mix model\n", resweepSeeds(r.Options))
+		p("included, on other arrivals and request lengths). What differs is one Poisson search's noise in where the knee lies.\n")
+	}
 	if without > 0 {
 		p("%d of %d scenarios ran without it: that sweep found no knee for their deployment, and its rows count only the rest.\n",
 			without, len(r.Results))

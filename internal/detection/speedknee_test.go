@@ -132,7 +132,7 @@ func dilatedKnee(ctx context.Context, dep Deployment, s float64) (knee.Profile, 
 // slowed down by slowdown, under slo, with every time setting × timeScale
 // (1: as the bench runs it), arrivals and lengths drawn from seed.
 func poissonKneeAt(ctx context.Context, workloadName string, preset sim.Preset, slowdown float64, slo knee.SLO, timeScale float64, seed uint64) (knee.Profile, error) {
-	ol := poissonSearch(Options{}.withDefaults())
+	ol, _ := poissonSearch(Options{}.withDefaults())
 	for _, x := range []*time.Duration{&ol.Warmup, &ol.Steady, &ol.Tick, &ol.SLOWindow} {
 		*x = time.Duration(float64(*x) * timeScale)
 	}
