@@ -70,7 +70,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"stops at its first tick whose windowed SLO is breached")
 	olShare := fs.Float64("open-loop-threshold-share", sweep.DefaultThresholdShare, "with --arrivals poisson: a trial keeps the SLO only if its windowed percentiles stayed within\n"+
 		"this share of each threshold: a trial of a few minutes meets fewer bad windows than a long run at the\n"+
-		"same rate (1: judge at the thresholds themselves)")
+		"same rate (1: judge at the thresholds themselves). A trial whose requests in flight kept climbing\n"+
+		"(the last third of its judged part over 60% and 3 requests above the first) is not kept either")
 	sequential := fs.Bool("sequential", true, "stop a level before its window fills when its verdict is already clear: a binomial test\n"+
 		"for a level past the knee (size 0.0003 per look), and a screening window of two requests per worker\n"+
 		"(10 to 30; at concurrency 1, 2 and 4, two per worker and at least 4 well within the SLO) for a level\n"+

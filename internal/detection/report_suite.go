@@ -344,7 +344,8 @@ func (r *Report) suiteResweepTables(p func(string, ...any)) {
 		p("Poisson trials a 1-minute warm-up and a steady part of 150 requests (at least 2 minutes), 4 halvings from 0.2 of the\n")
 		p("start, each judged at 90%% of the thresholds and not kept where its queue ran away (the truth's: 5-minute warm-ups,\n")
 		p("20-minute steady parts at the thresholds), its mix and speed models searched the same way, on other arrivals and\n")
-		p("request lengths. What differs is the sweep's own noise and bias in where the knee lies.\n")
+		p("request lengths (the trials start from the closed-loop knee's rate, where the sweep starts from its first broken\n")
+		p("level's). What differs is the sweep's own noise and bias in where the knee lies.\n")
 	} else {
 		p("against the same truth, is given the deployment's profile swept again with %s (the same search, mix model\n", resweepSeeds(r.Options))
 		p("included, on other arrivals and request lengths). What differs is one Poisson search's noise in where the knee lies.\n")
