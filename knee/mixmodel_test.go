@@ -716,3 +716,53 @@ func TestMixKneeFactorsReadTheModelAtExactMeans(t *testing.T) {
 		t.Errorf("without a mix model: %g, %g, want 1, 1", c, r)
 	}
 }
+
+// TestAMixModelLeavesOutAKneeThatRisesWithLongerPrompts: a scaled mix whose
+// knee rate reads more than 5% above a lighter mix's with the same outputs
+// is left out (the heavier of the pair), except the profile's own mix,
+// first, which keeps its place and sends the lighter one out instead;
+// what is left fits a model that validates, where all of them did not.
+func TestAMixModelLeavesOutAKneeThatRisesWithLongerPrompts(t *testing.T) {
+	pt := func(ps, os, rate float64) MixPoint {
+		return MixPoint{PromptScale: ps, OutputScale: os, MeanPromptTokens: 200 * ps, MeanOutputTokens: 180 * os,
+			Concurrency: 40 * rate / 10, RequestsPerSecond: rate}
+	}
+	points := []MixPoint{
+		pt(1, 1, 10),
+		pt(2, 1, 10.8),   // 8% above the own mix's: out
+		pt(0.5, 1, 9.2),  // the own mix reads 9% above it: out
+		pt(4, 1, 6),      // falls with the prompts: kept
+		pt(1, 2, 8),      // another output: kept
+		pt(2, 2, 8.2),    // 2.5% above (1, 2): within the tolerance, kept
+		pt(4, 2, 5),      // kept
+		pt(1, 0.5, 11),   // kept
+		pt(2, 0.5, 10.5), // kept
+	}
+	kept, left := LeaveOutRisingMixPoints(points)
+	var names []string
+	for _, p := range left {
+		names = append(names, MixScale{p.PromptScale, p.OutputScale}.String())
+	}
+	if got := strings.Join(names, " "); got != "2:1 0.5:1" {
+		t.Errorf("left out %q, want 2:1 and 0.5:1", got)
+	}
+	if len(kept) != len(points)-2 || kept[0] != points[0] {
+		t.Fatalf("kept %d points starting with %+v; want the other %d, the own mix first", len(kept), kept[0], len(points)-2)
+	}
+	fit := func(ps []MixPoint) error {
+		m, err := FitMixModel(ps, 200, 180)
+		if err != nil {
+			return err
+		}
+		p := loadMix(t)
+		p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens = 200, 180
+		p.MixModel = &m
+		return p.Validate()
+	}
+	if err := fit(points); err == nil || !strings.Contains(err.Error(), "the knee rises with more work") {
+		t.Errorf("every point fitted: %v, want the rise rejected", err)
+	}
+	if err := fit(kept); err != nil && strings.Contains(err.Error(), "rises with more work") {
+		t.Errorf("the points kept still rise: %v", err)
+	}
+}

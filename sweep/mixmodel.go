@@ -16,7 +16,8 @@ var ErrMixModel = errors.New("cannot fit the mix model")
 // cfg.Arrivals asks for it) at each of cfg.MixScales of the workload, and
 // attaches the knee.MixModel fitted to those knees and the profile's own
 // (see knee.MixModel). A scaled mix whose SLO cannot be met at all, or
-// whose knee is only a lower bound, is left out with a warning. On
+// whose knee is only a lower bound, is left out with a warning, and so is
+// one whose knee rate reads above a lighter mix's (knee.LeaveOutRisingMixPoints). On
 // interruption the profile stays without a mix model. Nothing to do
 // without scales or a profile.
 func (cfg *Config) withMixModel(ctx context.Context, out *Outcome) error {
@@ -55,6 +56,11 @@ func (cfg *Config) withMixModel(ctx context.Context, out *Outcome) error {
 		points = append(points, pt)
 	}
 	p := out.Profile
+	points, left := knee.LeaveOutRisingMixPoints(points)
+	for _, pt := range left {
+		log.Warn("the mix model leaves out a scaled mix whose knee rate reads above a lighter mix's: longer prompts cannot raise it, so one of the two searches read high",
+			"mix_scale", knee.MixScale{Prompt: pt.PromptScale, Output: pt.OutputScale}.String(), "requests_per_second", pt.RequestsPerSecond)
+	}
 	m, err := knee.FitMixModel(points, p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens)
 	if err != nil {
 		return fmt.Errorf("%w: knees at %d mixes: %w", ErrMixModel, len(points), err)

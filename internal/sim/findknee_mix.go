@@ -49,6 +49,11 @@ func withMixModel(ctx context.Context, cfg KneeConfig, p knee.Profile) (knee.Pro
 		}
 		points = append(points, pt)
 	}
+	points, left := knee.LeaveOutRisingMixPoints(points)
+	for _, pt := range left {
+		log.Warn("the mix model leaves out a scaled mix whose knee rate reads above a lighter mix's",
+			"mix_scale", knee.MixScale{Prompt: pt.PromptScale, Output: pt.OutputScale}.String(), "requests_per_second", pt.RequestsPerSecond)
+	}
 	m, err := knee.FitMixModel(points, p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens)
 	if err != nil {
 		return p, fmt.Errorf("%w: knees at %d mixes: %w", ErrMixModel, len(points), err)
