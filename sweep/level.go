@@ -50,10 +50,12 @@ type LevelConfig struct {
 //
 // Half the turnover, (c+1)/2 + min(c, 8), was measured and not kept
 // (2026-12-07): past concurrency 64 the warm-up is most of a level (at 256
-// on 70B/H200 code, 2m7s of 2m13s), and on make bench-sweep it took 10-25%
-// off every closed loop (the 70B/H200 code loose Poisson sweep 22m36s →
-// 19m55s) with the closed-loop knees within ±10% unchanged, 12 of 14 on
-// each half. But the window then opens with about half the first
+// on 70B/H200 code, 2m7s of 2m13s), and on make bench-sweep it shortened
+// the Poisson sweep's doubling in 27 of 28 deployments (median 11%, up to
+// 61%; the 70B/H200 code loose sweep 22m36s → 19m55s) and the full
+// closed-loop search in 24 of 28 (median 10%; 8B/H100 summarize loose
+// took 33% longer), with the closed-loop knees within ±10% unchanged, 12
+// of 14 on each half. But the window then opens with about half the first
 // requests still in flight, sent while the level filled and served by a
 // lighter replica, and the simulator's levels stagger their first requests
 // over a loaded request's lifetime where the sweep staggers them over one

@@ -144,16 +144,16 @@ func resweepDetector(d Detector, o Options) Detector {
 // and 3 averaged"; "kneewatch sweep's trials, seed 2" when they ran as the
 // sweep runs its own (Options.ResweepLikeSweep).
 func resweepSeeds(o Options) string {
+	trials := ""
 	if o.ResweepLikeSweep {
-		o.ResweepLikeSweep = false
-		return "kneewatch sweep's trials, " + resweepSeeds(o)
+		trials = "kneewatch sweep's trials, "
 	}
 	if len(o.ResweepAverageSeeds) == 0 {
-		return fmt.Sprintf("seed %d", o.ResweepSeed)
+		return fmt.Sprintf("%sseed %d", trials, o.ResweepSeed)
 	}
 	seeds := []string{fmt.Sprint(o.ResweepSeed)}
 	for _, s := range o.ResweepAverageSeeds {
 		seeds = append(seeds, fmt.Sprint(s))
 	}
-	return "seeds " + strings.Join(seeds[:len(seeds)-1], ", ") + " and " + seeds[len(seeds)-1] + " averaged"
+	return trials + "seeds " + strings.Join(seeds[:len(seeds)-1], ", ") + " and " + seeds[len(seeds)-1] + " averaged"
 }

@@ -86,16 +86,7 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 		if v.kvPeak > 0 && lv.KVPeak >= v.kvPeak {
 			kept = false
 		}
-		// The decode as the sweep's client measures it: first token to
-		// last, of the steady part's completed requests.
-		var decode time.Duration
-		for _, r := range lv.Window {
-			decode += r.E2E() - r.TTFT()
-		}
-		if len(lv.Window) > 0 {
-			decode /= time.Duration(len(lv.Window))
-		}
-		if g := lv.InFlightThirds; v.runaway.Judged(warm, decode) && v.runaway.RanAway(g[0], g[1]) && g[1]-g[0] >= v.runawaySD*math.Sqrt(g[0]) {
+		if g := lv.InFlightThirds; v.runaway.Judged(warm, sim.MeanDecode(lv.Window)) && v.runaway.RanAway(g[0], g[1]) && g[1]-g[0] >= v.runawaySD*math.Sqrt(g[0]) {
 			kept = false
 		}
 		if g := lv.InFlightThirds; v.runawayZ > 0 && g[1] > g[0] {

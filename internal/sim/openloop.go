@@ -60,11 +60,11 @@ func (v TrialVerdict) validate() error {
 	return nil
 }
 
-// judged is slo with its thresholds × the share.
+// judged is slo with its thresholds × the share (the arithmetic of a
+// slower GPU's SLO, knee.SLOAtSpeed).
 func (v TrialVerdict) judged(slo knee.SLO) knee.SLO {
 	if v.ThresholdShare > 0 && v.ThresholdShare < 1 {
-		slo.TTFT = knee.Duration(float64(slo.TTFT) * v.ThresholdShare)
-		slo.TPOT = knee.Duration(float64(slo.TPOT) * v.ThresholdShare)
+		return knee.SLOAtSpeed(slo, v.ThresholdShare)
 	}
 	return slo
 }
@@ -156,10 +156,13 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 	lv := OpenLoopLevel{Rate: cfg.Rate, SteadyFrom: openLoopEpoch.Add(ol.Warmup)}
 	steady := trialSteady(ol.Steady, cfg.Rate)
 	lv.End = lv.SteadyFrom.Add(steady)
-	acc := steadyIntegral{from: lv.SteadyFrom, to: lv.End, at: openLoopEpoch}
+	// The whole steady part, and its first and last thirds (for the
+	// runaway test), integrated alike.
 	third := steady / 3
+	acc := steadyIntegral{from: lv.SteadyFrom, to: lv.End, at: openLoopEpoch}
 	first := steadyIntegral{from: lv.SteadyFrom, to: lv.SteadyFrom.Add(third), at: openLoopEpoch}
 	last := steadyIntegral{from: lv.End.Add(-third), to: lv.End, at: openLoopEpoch}
+	integrals := []*steadyIntegral{&acc, &first, &last}
 	var (
 		nextArrival = openLoopEpoch.Add(gap())
 		nextID      uint64
@@ -179,12 +182,10 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 			return fmt.Errorf("open loop at %g requests/s: %w", cfg.Rate, err)
 		}
 		waiting[nextID] = nextArrival
-		acc.advance(nextArrival)
-		acc.waiting++
-		first.advance(nextArrival)
-		first.waiting++
-		last.advance(nextArrival)
-		last.waiting++
+		for _, in := range integrals {
+			in.advance(nextArrival)
+			in.waiting++
+		}
 		lv.Arrived++
 		nextArrival = nextArrival.Add(gap())
 		return nil
@@ -225,13 +226,11 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 			return OpenLoopLevel{}, err
 		}
 		now = res.End
-		acc.advance(now)
 		st := e.State()
-		acc.running, acc.waiting, acc.kv = st.Running, st.Waiting, st.KVUsage
-		first.advance(now)
-		first.running, first.waiting = st.Running, st.Waiting
-		last.advance(now)
-		last.running, last.waiting = st.Running, st.Waiting
+		for _, in := range integrals {
+			in.advance(now)
+			in.running, in.waiting, in.kv = st.Running, st.Waiting, st.KVUsage
+		}
 		for _, r := range res.FirstTokens {
 			lv.TTFT = append(lv.TTFT, knee.LatencyEvent{At: now, Seconds: r.TTFT().Seconds()})
 			delete(waiting, r.ID)
@@ -248,9 +247,9 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 			lv.Window = append(lv.Window, res.Finished...)
 		}
 	}
-	acc.advance(lv.End)
-	first.advance(lv.End)
-	last.advance(lv.End)
+	for _, in := range integrals {
+		in.advance(lv.End)
+	}
 	lv.InFlightThirds = [2]float64{first.inFlight / third.Seconds(), last.inFlight / third.Seconds()}
 	stuck := make([]time.Time, 0, len(waiting))
 	for _, arrived := range waiting {
@@ -264,7 +263,7 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 	// KV cache, and its "knee" was put at the curve's end, 16 in flight,
 	// where the replica breaks at 6.
 	lv.KeptSLO = knee.KeptSLO(lv.TTFT, lv.TPOT, judged, ol.SLOWindow, lv.SteadyFrom.Add(ol.Tick), lv.End, ol.Tick)
-	if g := lv.InFlightThirds; lv.KeptSLO && cfg.Verdict.Runaway.Judged(ol.Warmup, meanDecode(lv.Window)) && cfg.Verdict.Runaway.RanAway(g[0], g[1]) {
+	if g := lv.InFlightThirds; lv.KeptSLO && cfg.Verdict.Runaway.Judged(ol.Warmup, MeanDecode(lv.Window)) && cfg.Verdict.Runaway.RanAway(g[0], g[1]) {
 		lv.KeptSLO, lv.RanAway = false, true
 	}
 	sec := steady.Seconds()
@@ -282,9 +281,9 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopLevelConfig) (OpenLoopLevel, e
 	return lv, nil
 }
 
-// meanDecode is the mean time from the first token to the last of reqs
+// MeanDecode is the mean time from the first token to the last of reqs
 // (0 for none), as the sweep's client measures it (see measure.Runaway).
-func meanDecode(reqs []*Request) time.Duration {
+func MeanDecode(reqs []*Request) time.Duration {
 	if len(reqs) == 0 {
 		return 0
 	}
