@@ -158,14 +158,61 @@ func (p *Profile) rateLoadRatio(rate float64, kind rateKind) float64 {
 			break
 		}
 		if hiT >= rate && hiT > loT {
-			return lerp(loC, hiC, (rate-loT)/(hiT-loT)) / k.Concurrency
+			return concurrencyAtRate(loC, loT, hiC, hiT, rate) / k.Concurrency
 		}
 		if hiC > loC {
 			loC, loT = hiC, max(loT, hiT)
 		}
 	}
 	// The last stretch ends at the knee, whose rate is above rate.
-	return lerp(loC, k.Concurrency, (rate-loT)/(kneeRate-loT)) / k.Concurrency
+	return concurrencyAtRate(loC, loT, k.Concurrency, kneeRate, rate) / k.Concurrency
+}
+
+// Between two sweep points a rate is read through its time per unit: by
+// Little's law, c ÷ rate(c) is the time a request (or an output token)
+// spends in flight, and a decode step's time grows about linearly with the
+// batch, so that time, not the rate, is read linearly between the points.
+// The rate itself is concave in c, and the chord between two points of a
+// doubling sweep (8 and 16, 16 and 32) lies below it: tokens/s =
+// c ÷ (a + b·c) with a = 1 and b = 1/32 (a batch of 32 doubles a step),
+// read at 24 between 16 and 32, is 13.71 on the curve and 13.33 on the
+// chord, 2.8% low. That gap read every replica as faster than
+// its profile: over the detection bench's 15 throttle scenarios (test
+// half) the throughput efficiency before the throttle had a median of
+// 1.034 (1.007-1.054, and 1.135 on an 8B/L4 RAG replica), so a slowed GPU
+// read faster than it was and its knee, which a TPOT-bound replica loses
+// faster than its speed, read high; and the throughput dimension read the
+// same tokens/s as up to 3% more in flight than they were. Read through
+// the time per unit, full speed read 1.016 (0.989-1.048; 1.129), and on
+// the tune half the headroom error p95 went in throttle-ramp from 0.117 to
+// 0.109, in throttle-step 0.103 to 0.094 and in plateau-safe 0.067 to
+// 0.060, no page changing (2026-12-07). Below the first point, where the fixed part of a
+// step is unknown, the rate stays in proportion to c.
+
+// rateAtConcurrency reads the rate at c between (loC, loT) and (hiC,
+// hiT), loC ≤ c ≤ hiC, linearly in its time per unit (see above); linearly
+// in the rate itself where either end has none to read.
+func rateAtConcurrency(loC, loT, hiC, hiT, c float64) float64 {
+	f := (c - loC) / (hiC - loC)
+	if !(loC > 0) || !(loT > 0) || !(hiT > 0) {
+		return lerp(loT, hiT, f)
+	}
+	return c / lerp(loC/loT, hiC/hiT, f)
+}
+
+// concurrencyAtRate inverts rateAtConcurrency: the c between loC and hiC
+// at which the rate reads rate, loT ≤ rate ≤ hiT.
+func concurrencyAtRate(loC, loT, hiC, hiT, rate float64) float64 {
+	if !(loC > 0) || !(loT > 0) || !(hiT > loT) || !(hiC > loC) {
+		return lerp(loC, hiC, (rate-loT)/(hiT-loT))
+	}
+	// time(c) = loW + m·(c − loC) and rate = c ÷ time(c). A rate that
+	// rises from loT to hiT has time(0) > 0, so 1 − rate·m > 0 for every
+	// rate up to hiT.
+	loW := loC / loT
+	m := (hiC/hiT - loW) / (hiC - loC)
+	c := rate * (loW - loC*m) / (1 - rate*m)
+	return min(max(c, loC), hiC)
 }
 
 // PointAt is the sweep point measured at concurrency c exactly, if any (a
@@ -252,8 +299,9 @@ func (p *Profile) expectedOutput(obs *Observation) (float64, bool) {
 }
 
 // outputAtRunning is the profile's output tokens/s with running requests
-// in the batch, read linearly between the sweep points' mean running
-// counts (from zero below the first). Points whose running count did not
+// in the batch, read between the sweep points' mean running counts
+// through the time per token (rateAtConcurrency; in proportion below the
+// first). Points whose running count did not
 // rise past an earlier point's (the batch full at max_num_seqs, the rest
 // queued) are passed over, and past the fullest batch the output is that
 // point's. ok is false when running is unknown or negative, or when the
@@ -270,7 +318,7 @@ func (p *Profile) outputAtRunning(running float64) (float64, bool) {
 			continue
 		}
 		if running <= pt.Running {
-			return lerp(prevT, pt.OutputTokensPerSecond, (running-prevR)/(pt.Running-prevR)), true
+			return rateAtConcurrency(prevR, prevT, pt.Running, pt.OutputTokensPerSecond, running), true
 		}
 		prevR, prevT = pt.Running, pt.OutputTokensPerSecond
 	}

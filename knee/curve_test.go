@@ -85,7 +85,7 @@ func TestThroughputLoadRatio(t *testing.T) {
 	}{
 		{"no tokens is no load", concaveProfile(), 0, 0},
 		{"the rate of a point below the knee reads as that point's load", concaveProfile(), 4873, 64.0 / 98},
-		{"between points the load is interpolated", concaveProfile(), (2983 + 4873) / 2.0, 48.0 / 98},
+		{"between points the load is read through the time per token", concaveProfile(), 48 / ((32/2983.0 + 64/4873.0) / 2), 48.0 / 98},
 		{"below the first point the load scales from zero", concaveProfile(), 59.5, 0.5 / 98},
 		{"the knee's rate reads as the knee", concaveProfile(), 5858, 1},
 		{"above the knee's rate the plain ratio keeps noise from swinging the load", concaveProfile(), 6225, 6225.0 / 5858},
@@ -93,7 +93,7 @@ func TestThroughputLoadRatio(t *testing.T) {
 			p := concaveProfile()
 			p.Knee.Concurrency, p.Knee.OutputTokensPerSecond = 97, 5800
 			return p
-		}(), 5771, 96.5 / 97},
+		}(), 96.5 / ((96/5742.0 + 97/5800.0) / 2), 96.5 / 97},
 		{"a dip in the measured curve does not run the load backwards", &Profile{
 			Points: []Point{{Concurrency: 10, OutputTokensPerSecond: 1000}, {Concurrency: 20, OutputTokensPerSecond: 900}, {Concurrency: 30, OutputTokensPerSecond: 1500}, {Concurrency: 40, OutputTokensPerSecond: 2000}},
 			Knee:   Knee{Concurrency: 40, OutputTokensPerSecond: 2000},
@@ -165,7 +165,7 @@ func TestSpeedIsJudgedOnEachSampledBatch(t *testing.T) {
 	for i := range p.Points {
 		p.Points[i].Running = p.Points[i].Concurrency
 	}
-	atOne, atFifteen := 119.0, 905+(1697-905)*7/8.0
+	atOne, atFifteen := 119.0, 15/(8/905.0+(16/1697.0-8/905.0)*7/8)
 	swinging := func(samples []float64) Observation {
 		return observe(8, output((atOne+atFifteen)/2), func(o *Observation) {
 			o.Running, o.RunningSamples = 8, samples
@@ -197,11 +197,82 @@ func TestSpeedTakesTheBendFromTheSamplesAndTheMeanFromRunning(t *testing.T) {
 	for i := range p.Points {
 		p.Points[i].Running = p.Points[i].Concurrency
 	}
-	atOne, atFifteen, atEight := 119.0, 905+(1697-905)*7/8.0, 905.0
+	atOne, atFifteen, atEight := 119.0, 15/(8/905.0+(16/1697.0-8/905.0)*7/8), 905.0
 	bend := (atOne + atFifteen) / 2 / atEight
 	atSixteen := 1697.0
 	o := observe(16, output(atSixteen*bend), func(o *Observation) { o.Running, o.RunningSamples = 16, []float64{1, 15} })
 	if diff := cmp.Diff(1.0, Evaluate(o, p, Options{}).ThroughputEfficiency, approx); diff != "" {
 		t.Errorf("throughput efficiency (-want +got):\n%s", diff)
+	}
+}
+
+// littleReading is the concurrency between loC and hiC at which a rate
+// whose time per unit (c ÷ rate) runs linearly between the two points
+// reads rate, found by bisection: the tests' own reading of it.
+func littleReading(loC, loT, hiC, hiT, rate float64) float64 {
+	at := func(c float64) float64 {
+		return c / (loC/loT + (hiC/hiT-loC/loT)*(c-loC)/(hiC-loC))
+	}
+	lo, hi := loC, hiC
+	for range 200 {
+		mid := (lo + hi) / 2
+		if at(mid) < rate {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// A replica whose decode step grows linearly with its batch makes
+// tokens/s = c ÷ (a + b·c): concave, so the chord between two points of a
+// doubling sweep lies below it. Read through the time per token, the
+// curve between its points is that replica's exactly: its own output reads
+// full speed and its own load, where the chord read it up to 3% faster
+// and more loaded.
+func TestTheCurveBetweenPointsIsReadThroughTheTimePerToken(t *testing.T) {
+	const a, b = 0.01, 0.01 / 32 // the batch's share of a step equals the fixed part's at 32
+	tokens := func(c float64) float64 { return c / (a + b*c) }
+	p := &Profile{SLO: SLO{TTFT: Duration(200e6), TPOT: Duration(50e6), Quantile: 0.99}}
+	for _, c := range []float64{1, 2, 4, 8, 16, 32, 64} {
+		p.Points = append(p.Points, Point{Concurrency: c, Running: c, OutputTokensPerSecond: tokens(c), MeetsSLO: true})
+	}
+	p.Knee = Knee{Concurrency: 64, OutputTokensPerSecond: tokens(64), LimitingResource: ResourceCompute}
+	for _, c := range []float64{3, 6, 12, 24, 40, 56} {
+		r := Evaluate(observe(c, output(tokens(c)), func(o *Observation) { o.Running = c }), p, Options{})
+		if diff := cmp.Diff(1.0, r.ThroughputEfficiency, approx); diff != "" {
+			t.Errorf("at %g running, throughput efficiency of the profile's own replica (-want +got):\n%s", c, diff)
+		}
+		if c > 40 {
+			continue // the curve flattens toward the knee, where tokens/s do not read as load
+		}
+		if diff := cmp.Diff(c/64, r.Ratios[DimensionThroughput], approx); diff != "" {
+			t.Errorf("at %g in flight, throughput ratio of the profile's own tokens/s (-want +got):\n%s", c, diff)
+		}
+	}
+}
+
+func TestConcurrencyAtRateInvertsTheReading(t *testing.T) {
+	for _, tt := range []struct{ loC, loT, hiC, hiT, c float64 }{
+		{16, 1697, 32, 2983, 24},
+		{1, 119, 8, 905, 1},
+		{1, 119, 8, 905, 8},
+		{64, 4300, 128, 6200, 100},
+	} {
+		rate := rateAtConcurrency(tt.loC, tt.loT, tt.hiC, tt.hiT, tt.c)
+		if diff := cmp.Diff(tt.c, concurrencyAtRate(tt.loC, tt.loT, tt.hiC, tt.hiT, rate), approx); diff != "" {
+			t.Errorf("concurrencyAtRate(rateAtConcurrency(%g)) (-want +got):\n%s", tt.c, diff)
+		}
+		if diff := cmp.Diff(littleReading(tt.loC, tt.loT, tt.hiC, tt.hiT, rate), concurrencyAtRate(tt.loC, tt.loT, tt.hiC, tt.hiT, rate), cmpopts.EquateApprox(0, 1e-7)); diff != "" {
+			t.Errorf("concurrencyAtRate against the bisection at %g (-want +got):\n%s", tt.c, diff)
+		}
+	}
+	// From zero, or over a flat stretch, the reading stays linear.
+	if got := concurrencyAtRate(0, 0, 2, 200, 50); got != 0.5 {
+		t.Errorf("concurrencyAtRate from zero = %g, want 0.5", got)
+	}
+	if got := rateAtConcurrency(0, 0, 2, 200, 0.5); got != 50 {
+		t.Errorf("rateAtConcurrency from zero = %g, want 50", got)
 	}
 }

@@ -123,7 +123,7 @@ func TestEvaluateReadsPromptHeavyTrafficOnThePromptCurve(t *testing.T) {
 			name:    "a shift to longer prompts at the same request rate reads on the prompt rate",
 			obs:     observe(64, output(4300), withPrompt(1.3*4300*200.0/180)),
 			profile: chatLikeProfile(),
-			want:    (64 + (1.3*4300-4300)/(6200-4300)*64) / 132,
+			want:    littleReading(64, 4300, 128, 6200, 1.3*4300) / 132,
 		},
 		{
 			name:    "from the knee's prompt rate up the plain ratio counts",
