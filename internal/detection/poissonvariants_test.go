@@ -106,6 +106,7 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 			}
 		}
 		e.trials++
+		e.tried = append(e.tried, emulatedTrial{rate: rate, inFlight: lv.Point.Concurrency, kept: kept})
 		e.elapsed += warm + steady
 		if w.Breached {
 			e.elapsed -= lv.End.Sub(w.At)
@@ -126,6 +127,7 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 		search.Record(kept)
 		if kept {
 			e.rate = rate
+			e.inFlight = e.tried[len(e.tried)-1].inFlight
 			keptRates = append(keptRates, rate)
 		}
 	}

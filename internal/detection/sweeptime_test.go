@@ -53,6 +53,17 @@ type emulatedPoisson struct {
 	rate    float64 // the best kept rate, requests/s (0: none)
 	trials  int
 	elapsed time.Duration
+	// inFlight is the best kept trial's mean in-flight requests over its
+	// steady part (the profile's knee concurrency).
+	inFlight float64
+	// tried lists every trial in the order run.
+	tried []emulatedTrial
+}
+
+// emulatedTrial is one open-loop trial of an emulated search.
+type emulatedTrial struct {
+	rate, inFlight float64
+	kept           bool
 }
 
 // emulatePoisson runs the sweep's open-loop search (knee.RateSearch with
