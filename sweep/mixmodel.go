@@ -84,6 +84,10 @@ func (cfg *Config) withMixModel(ctx context.Context, out *Outcome) error {
 // the model. Both models' reruns share this rule.
 func modelKnee(ctx context.Context, sub Config, out *Outcome, model string, variant ...any) (*Outcome, bool, error) {
 	sub.MixScales, sub.Speeds = nil, nil
+	// One rate search a variant: the models are fitted over several
+	// variants' knees, whose draws differ anyway, and a repeat of each
+	// would multiply the longest part of the sweep.
+	sub.OpenLoop.Searches = 1
 	log := sub.Logger
 	res, err := Run(ctx, sub)
 	switch {

@@ -62,7 +62,15 @@ type OpenLoopConfig struct {
 	// means DefaultThresholdShare; 1 judges at the thresholds). Goodput
 	// is counted against the thresholds themselves.
 	ThresholdShare float64
+	// Searches is how many times the rate is searched, each search on
+	// other draws of the workload and arrivals; the knee is the median
+	// search's (0 means 1). See runPoisson for what a repeat buys.
+	Searches int
 }
+
+// MaxSearches bounds OpenLoopConfig.Searches: each search costs its trials
+// again, about as long as the first.
+const MaxSearches = 9
 
 // SteadyFor is the steady part of a trial at rate requests/s.
 func (o OpenLoopConfig) SteadyFor(rate float64) time.Duration {
@@ -79,6 +87,12 @@ func (o *OpenLoopConfig) defaults() error {
 	}
 	if o.Requests == 0 {
 		o.Requests = DefaultOpenLoopRequests
+	}
+	if o.Searches < 0 || o.Searches > MaxSearches {
+		return fmt.Errorf("sweep: open loop: the searches must be 1 to %d (0 = 1), got %d", MaxSearches, o.Searches)
+	}
+	if o.Searches == 0 {
+		o.Searches = 1
 	}
 	if o.ThresholdShare == 0 {
 		o.ThresholdShare = DefaultThresholdShare

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func closedOutcome() *Outcome {
 // fakeTrials keeps the SLO up to a rate; its mean in-flight is half the
 // rate (requests/s), its throughput 50 tokens per request.
 func fakeTrials(keepsUpTo float64, calls *[]float64) trialFunc {
-	return func(_ context.Context, _ int, rate float64) (Trial, error) {
+	return func(_ context.Context, _, _ int, rate float64) (Trial, error) {
 		*calls = append(*calls, rate)
 		kept := rate <= keepsUpTo
 		tr := Trial{Rate: rate, Kept: kept, InFlight: rate / 2,
@@ -138,12 +139,12 @@ func TestAnInterruptedPoissonSearchKeepsTheBestRateSoFarMarkedPartial(t *testing
 			cfg.Clock = func() time.Time { return finished }
 			kept := fakeTrials(7, new([]float64))
 			n := 0
-			trial := func(ctx context.Context, i int, rate float64) (Trial, error) {
+			trial := func(ctx context.Context, i, s int, rate float64) (Trial, error) {
 				if n++; n == tc.cancelAt {
 					cancel()
 					return Trial{}, ctx.Err()
 				}
-				return kept(ctx, i, rate)
+				return kept(ctx, i, s, rate)
 			}
 			if err := cfg.poissonProfile(ctx, out, trial); err != nil {
 				t.Fatal(err)
@@ -296,5 +297,112 @@ func TestTheTrialsStartFromTheBrokenLevelUnlessItsThroughputCollapsed(t *testing
 	}
 	if _, ok := OpenLoopStart([]knee.Point{{Concurrency: 1}}, search(0)); ok {
 		t.Error("a curve without rates gave a start")
+	}
+}
+
+// searchTrials keeps the SLO up to keepsUpTo[search-1] in each search, as
+// draws that judge the same rates differently; it records each call's
+// search.
+func searchTrials(keepsUpTo []float64, searches *[]int) trialFunc {
+	return func(ctx context.Context, i, s int, rate float64) (Trial, error) {
+		*searches = append(*searches, s)
+		return fakeTrials(keepsUpTo[s-1], new([]float64))(ctx, i, s, rate)
+	}
+}
+
+func TestRepeatedSearchesKeepTheMedianSearchsKnee(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		keepsUpTo []float64
+		wantRate  float64
+		wantBests []float64 // each search's best kept rate, 0 for none
+	}{
+		{"three searches: the middle rate", []float64{9, 6.2, 7.2}, 7, []float64{9, 6, 7}},
+		{"two searches: the lower", []float64{9, 7.2}, 7, []float64{9, 7}},
+		{"a search that kept nothing counts lowest and is outvoted", []float64{1, 8.2, 7.2}, 7, []float64{0, 8, 7}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := closedOutcome()
+			out.StartRate = 10
+			cfg := testConfig()
+			cfg.OpenLoop.Searches = len(tc.keepsUpTo)
+			var searches []int
+			best, err := cfg.searchRate(context.Background(), out, searchTrials(tc.keepsUpTo, &searches))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := out.Trials[best].Rate; got != tc.wantRate {
+				t.Errorf("knee at %g requests/s, want %g", got, tc.wantRate)
+			}
+			var bests []float64
+			for _, i := range out.SearchBests {
+				r := 0.0
+				if i >= 0 {
+					r = out.Trials[i].Rate
+				}
+				bests = append(bests, r)
+			}
+			if diff := cmp.Diff(tc.wantBests, bests); diff != "" {
+				t.Errorf("each search's best (-want +got):\n%s", diff)
+			}
+			// The searches run one after another, each trial marked with its own.
+			for i, tr := range out.Trials {
+				if tr.Search != searches[i] || (i > 0 && tr.Search < out.Trials[i-1].Search) {
+					t.Fatalf("trial %d marked search %d, run in search %d", i+1, tr.Search, searches[i])
+				}
+			}
+			if !strings.Contains(out.OpenLoopReason, fmt.Sprintf("%d rate searches", len(tc.keepsUpTo))) {
+				t.Errorf("reason %q does not say how many searches ran", out.OpenLoopReason)
+			}
+		})
+	}
+}
+
+func TestRepeatedSearchesThatMostlyKeptNothingHaveNoKnee(t *testing.T) {
+	out := closedOutcome()
+	out.StartRate = 10
+	cfg := testConfig()
+	cfg.OpenLoop.Searches = 3
+	best, err := cfg.searchRate(context.Background(), out, searchTrials([]float64{1, 8.2, 1}, new([]int)))
+	if !errors.Is(err, ErrPoissonUnreachable) || best != -1 || !strings.Contains(err.Error(), "the median of 3 searches kept none") {
+		t.Errorf("best %d, error %v; want ErrPoissonUnreachable naming the searches", best, err)
+	}
+}
+
+func TestAnInterruptedRepeatKeepsTheSearchesItFinished(t *testing.T) {
+	out := closedOutcome()
+	out.StartRate = 10
+	cfg := testConfig()
+	cfg.OpenLoop.Searches = 3
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inner := searchTrials([]float64{9, 6.2, 7.2}, new([]int))
+	trial := func(ctx context.Context, i, s int, rate float64) (Trial, error) {
+		if s == 3 {
+			cancel()
+			return Trial{}, ctx.Err()
+		}
+		return inner(ctx, i, s, rate)
+	}
+	best, err := cfg.searchRate(ctx, out, trial)
+	if !errors.Is(err, context.Canceled) || !out.Interrupted {
+		t.Fatalf("error %v, interrupted %v", err, out.Interrupted)
+	}
+	// Two searches finished (9 and 6): the lower middle one.
+	if best < 0 || out.Trials[best].Rate != 6 {
+		t.Errorf("knee: trial %d, want the trial at 6 requests/s", best)
+	}
+}
+
+func TestTheSearchesAreBounded(t *testing.T) {
+	for _, n := range []int{-1, MaxSearches + 1} {
+		o := OpenLoopConfig{Searches: n}
+		if err := o.defaults(); err == nil || !strings.Contains(err.Error(), "searches must be 1 to") {
+			t.Errorf("searches %d: error %v", n, err)
+		}
+	}
+	o := OpenLoopConfig{}
+	if err := o.defaults(); err != nil || o.Searches != 1 {
+		t.Errorf("no searches given: %d, error %v; want 1", o.Searches, err)
 	}
 }

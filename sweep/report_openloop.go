@@ -3,6 +3,7 @@ package sweep
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
@@ -43,9 +44,21 @@ func writeOpenLoop(b *bytes.Buffer, out *Outcome, slo knee.SLO) {
 		}
 		fmt.Fprintln(b)
 	}
-	fmt.Fprintf(b, "| trial | requests/s | × start rate | sent | completed | in flight | output tok/s | goodput tok/s | %s TTFT | %s TPOT | judged ticks | steady | SLO |\n", q, q)
-	fmt.Fprintf(b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	searches := len(out.SearchBests) > 1
+	if searches {
+		fmt.Fprintf(b, "The rate was searched %d times, each search on other draws of the workload and arrivals; the knee is the median search's best kept trial. "+
+			"Each search's best kept rate: %s.\n\n", len(out.SearchBests), searchBestsText(out))
+	}
+	search, searchRule := "", ""
+	if searches {
+		search, searchRule = "search | ", "---:|"
+	}
+	fmt.Fprintf(b, "| %strial | requests/s | × start rate | sent | completed | in flight | output tok/s | goodput tok/s | %s TTFT | %s TPOT | judged ticks | steady | SLO |\n", search, q, q)
+	fmt.Fprintf(b, "|%s---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n", searchRule)
 	for i, tr := range out.Trials {
+		if searches {
+			fmt.Fprintf(b, "| %d ", tr.Search)
+		}
 		v := "✓ kept"
 		if !tr.Kept {
 			v = "✗ " + tr.Breach
@@ -65,6 +78,24 @@ func writeOpenLoop(b *bytes.Buffer, out *Outcome, slo knee.SLO) {
 				"a longer `--open-loop-steady` judges a low rate on more requests.\n", i+1, tr.Ticks-tr.Judged, tr.Ticks, knee.MinWindowRequests, knee.MaxWindowStretch)
 		}
 	}
+}
+
+// searchBestsText lists each rate search's best kept rate in run order,
+// the knee's in bold, "none" for a search that kept none.
+func searchBestsText(out *Outcome) string {
+	kneeAt := medianSearch(out)
+	var parts []string
+	for s, i := range out.SearchBests {
+		switch {
+		case i < 0:
+			parts = append(parts, fmt.Sprintf("search %d none", s+1))
+		case i == kneeAt:
+			parts = append(parts, fmt.Sprintf("search %d **%g** (trial %d)", s+1, out.Trials[i].Rate, i+1))
+		default:
+			parts = append(parts, fmt.Sprintf("search %d %g (trial %d)", s+1, out.Trials[i].Rate, i+1))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // knownSeconds is seconds, or a dash for an unknown value.

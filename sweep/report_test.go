@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -120,4 +121,32 @@ func checkGolden(t *testing.T, golden string, got []byte) {
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("report differs from %s (-want +got); rerun with -update if the change is intended:\n%s", golden, diff)
 	}
+}
+
+// A sweep that searched the rate twice reports each search's best and
+// which trial belongs to which search.
+func TestAPoissonReportWithRepeatedSearchesMatchesTheGoldenFile(t *testing.T) {
+	out := fixedPoissonOutcome()
+	second := out.Trials
+	for i := range second {
+		second[i].Search = 1
+	}
+	again := slices.Clone(second)
+	for i := range again {
+		again[i].Search = 2
+	}
+	again[2].Kept, again[2].Breach = false, "p99 TPOT 41ms > 27ms at 2m into the steady part (judged at 90% of the SLO's thresholds)"
+	out.Trials = append(second, again...)
+	out.SearchBests = []int{2, 3} // the second search kept only 0.2×
+	out.OpenLoopReason = "2 rate searches kept up to 5.664, 1.888 requests/s; the knee is the median search's"
+	out.Profile.Knee.Concurrency, out.Profile.Knee.RequestsPerSecond = 1.4, 1.888
+	var b bytes.Buffer
+	err := WriteReport(&b, out, ReportInfo{
+		Target: "http://10.0.0.7:8000/v1", Model: "meta-llama/Llama-3.1-8B-Instruct", Workload: "chat",
+		SLO: knee.SLO{TTFT: knee.Duration(500 * time.Millisecond), TPOT: knee.Duration(30 * time.Millisecond), Quantile: 0.99},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "testdata/report-poisson-searches.golden.md", b.Bytes())
 }

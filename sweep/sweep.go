@@ -134,7 +134,11 @@ type Outcome struct {
 	// With Poisson arrivals: the open-loop trials in the order they ran,
 	// why their search stopped, and the closed-loop search's last level
 	// that kept the SLO (the profile's knee is then the poisson one).
-	Trials         []Trial
+	Trials []Trial
+	// SearchBests holds, for each rate search finished, the index in
+	// Trials of its best kept trial (−1 when it kept none); the knee is
+	// the median search's (see Config.searchRate).
+	SearchBests    []int
 	OpenLoopReason string
 	ClosedLoopKnee *knee.Knee
 	// StartConcurrency is the closed-loop level the trials' rates start

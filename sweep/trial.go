@@ -58,6 +58,9 @@ type Trial struct {
 	// Rate is the arrival rate asked for (requests/s); Fraction is it as a
 	// share of the closed-loop knee's rate (set by the sweep).
 	Rate, Fraction float64
+	// Search is the rate search the trial belongs to, from 1 (set by the
+	// sweep; OpenLoopConfig.Searches).
+	Search int
 	// Sent is the requests sent, warm-up included.
 	Sent int
 	// InFlight is the mean of the client's in-flight requests over the

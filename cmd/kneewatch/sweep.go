@@ -72,6 +72,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"this share of each threshold: a trial of a few minutes meets fewer bad windows than a long run at the\n"+
 		"same rate (1: judge at the thresholds themselves). A trial whose requests in flight kept climbing\n"+
 		"(the last third of its judged part over 60% and 3 requests above the first) is not kept either")
+	olSearches := fs.Int("open-loop-searches", 1, fmt.Sprintf("with --arrivals poisson: search the rate this many times (1 to %d), each search on other draws,\n", sweep.MaxSearches)+
+		"and keep the median search's knee; each search costs its trials again (in the simulator, 3 searches put the\n"+
+		"knee's rate within ±10% of a long run's in 92 of 112 sweeps, one search in 81)")
 	sequential := fs.Bool("sequential", true, "stop a level before its window fills when its verdict is already clear: a binomial test\n"+
 		"for a level past the knee (size 0.0003 per look), and a screening window of two requests per worker\n"+
 		"(10 to 30; at concurrency 1, 2 and 4, two per worker and at least 4 well within the SLO) for a level\n"+
@@ -126,7 +129,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case *maxModelLen < 0:
 		return fmt.Errorf("sweep: --max-model-len must be ≥ 0, got %d", *maxModelLen)
 	}
-	if err := checkArrivals(fs, *arrivals, *olWarmup, *olSteady, *olShare); err != nil {
+	if err := checkArrivals(fs, *arrivals, *olWarmup, *olSteady, *olShare, *olSearches); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
 	if *plotPath != "" {
@@ -195,7 +198,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger:      logger,
 		Progress:    sweep.NewProgress(stderr, isTerminal(stderr), logger, 10*time.Second),
 		Arrivals:    knee.Arrivals(*arrivals),
-		OpenLoop:    sweep.OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: *olWarmup, Steady: *olSteady}, Requests: *olRequests, ThresholdShare: *olShare},
+		OpenLoop:    sweep.OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: *olWarmup, Steady: *olSteady}, Requests: *olRequests, ThresholdShare: *olShare, Searches: *olSearches},
 		MixScales:   scales,
 		Speeds:      speedList,
 		MaxModelLen: *maxModelLen,
@@ -260,7 +263,7 @@ func writeSweepOutputs(res *sweep.Outcome, out, plotPath, reportPath string, inf
 
 // checkArrivals validates --arrivals and the open-loop flags, which only
 // mean something with --arrivals poisson.
-func checkArrivals(fs *flag.FlagSet, arrivals string, warmup, steady time.Duration, share float64) error {
+func checkArrivals(fs *flag.FlagSet, arrivals string, warmup, steady time.Duration, share float64, searches int) error {
 	switch knee.Arrivals(arrivals) {
 	case knee.ArrivalsClosedLoop:
 		var set []string
@@ -281,6 +284,9 @@ func checkArrivals(fs *flag.FlagSet, arrivals string, warmup, steady time.Durati
 		}
 		if !(share > 0 && share <= 1) {
 			return fmt.Errorf("--open-loop-threshold-share must be in (0, 1], got %v", share)
+		}
+		if searches < 1 || searches > sweep.MaxSearches {
+			return fmt.Errorf("--open-loop-searches must be 1 to %d, got %d", sweep.MaxSearches, searches)
 		}
 	default:
 		return fmt.Errorf("--arrivals must be %s or %s, got %q", knee.ArrivalsClosedLoop, knee.ArrivalsPoisson, arrivals)
