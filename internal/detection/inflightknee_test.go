@@ -68,6 +68,10 @@ func TestSweepInFlightKnee(t *testing.T) {
 		truthCs   []float64
 		rateErr   []float64
 		est       [][]float64 // per estimate, per seed: est ÷ truth
+		// repeats are the knees (rate and in flight ÷ the truth's) of
+		// sweeps repeated with other seeds: one search, the lower of two,
+		// the median of three, each starting from every seed in turn.
+		repeats [3][][2]float64
 	}
 	ctx := context.Background()
 	var (
@@ -116,6 +120,7 @@ func TestSweepInFlightKnee(t *testing.T) {
 				}
 				return lv.Point.Concurrency
 			}
+			var searches [][2]float64
 			for seed := uint64(1); seed <= poissonSeeds; seed++ {
 				v := v
 				v.seed = seed
@@ -127,6 +132,17 @@ func TestSweepInFlightKnee(t *testing.T) {
 				r.rateErr = append(r.rateErr, e.rate/r.truthRate)
 				for j, es := range estimates {
 					r.est[j] = append(r.est[j], es.f(e, atRate)/r.truthC)
+				}
+				searches = append(searches, [2]float64{e.rate / r.truthRate, e.inFlight / r.truthC})
+			}
+			for start := range searches {
+				for n := 1; n <= 3; n++ {
+					var pick [][2]float64
+					for k := range n {
+						pick = append(pick, searches[(start+k)%len(searches)])
+					}
+					sort.Slice(pick, func(i, j int) bool { return pick[i][0] < pick[j][0] })
+					r.repeats[n-1] = append(r.repeats[n-1], pick[(n-1)/2])
 				}
 			}
 			line := fmt.Sprintf("%s %-40s truth %.3g req/s %.3g in flight (seeds %.3g): rate×%.2f", r.half, r.name, r.truthRate, r.truthC, cs, r.rateErr)
@@ -167,6 +183,24 @@ func TestSweepInFlightKnee(t *testing.T) {
 			sort.Float64s(abs)
 			fmt.Printf("half %s %-46s n %d within20%% %d median|ln| %.3f p90 %.3f range %.2f..%.2f\n",
 				half, es.name, n, within, abs[n/2], abs[int(0.9*float64(n-1))], lo, hi)
+		}
+		for n, name := range []string{"one search", "the lower of two", "the median of three"} {
+			rateIn, cIn, total := 0, 0, 0
+			for _, r := range rows {
+				if r.half != half {
+					continue
+				}
+				for _, k := range r.repeats[n] {
+					total++
+					if math.Abs(k[0]-1) <= 0.1 {
+						rateIn++
+					}
+					if math.Abs(k[1]-1) <= 0.2 {
+						cIn++
+					}
+				}
+			}
+			fmt.Printf("half %s %-22s rate within ±10%% %d of %d, in flight within ±20%% %d\n", half, name, rateIn, total, cIn)
 		}
 		var spread []float64
 		for _, r := range rows {
