@@ -17,7 +17,7 @@ func TestTheSweepsOpenLoopSettingsTakeTheSweepsDefaults(t *testing.T) {
 	}
 	want := OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: DefaultOpenLoopWarmup, Steady: 3 * time.Minute,
 		Tick: DefaultOpenLoopTick, SLOWindow: knee.DefaultSLOWindow, Low: DefaultOpenLoopLow, Steps: DefaultOpenLoopSteps}, MaxOutstanding: 7,
-		Requests: DefaultOpenLoopRequests, ThresholdShare: DefaultThresholdShare}
+		Requests: DefaultOpenLoopRequests, ThresholdShare: DefaultThresholdShare, Searches: 1}
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
 	}
