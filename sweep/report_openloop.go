@@ -44,8 +44,9 @@ func writeOpenLoop(b *bytes.Buffer, out *Outcome, slo knee.SLO) {
 		}
 		fmt.Fprintln(b)
 	}
-	searches := len(out.SearchBests) > 1
-	if searches {
+	// A column of searches wherever a second one ran, finished or not.
+	searches := out.Trials[len(out.Trials)-1].Search > 1
+	if len(out.SearchBests) > 1 {
 		fmt.Fprintf(b, "The rate was searched %d times, each search on other draws of the workload and arrivals; the knee is the median search's best kept trial. "+
 			"Each search's best kept rate: %s.\n\n", len(out.SearchBests), searchBestsText(out))
 	}
