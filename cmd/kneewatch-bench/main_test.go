@@ -21,6 +21,7 @@ func TestRunRejectsBadFlagsBeforeSimulatingAnything(t *testing.T) {
 		{"a zero seed", []string{"--other-seeds", "0"}, `--other-seeds: "0" is not a seed`},
 		{"no truth grid search", []string{"--truth-grid-seeds", "0"}, "--truth-grid-seeds must be at least 1, got 0"},
 		{"an unknown way to run the resweep's trials", []string{"--resweep-trials", "long"}, `--resweep-trials must be sweep or truth, got "long"`},
+		{"no resweep searches", []string{"--resweep-searches", "0"}, `--resweep-searches must be 1 to 9, got 0`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,6 +65,12 @@ type Options struct {
 	// mean over that sweep and these, as an operator averaging several
 	// sweeps would have.
 	ResweepAverageSeeds []uint64
+	// ResweepMedian takes, instead of that mean, the whole profile of the
+	// sweep whose knee rate is the median of ResweepSeed's and
+	// ResweepAverageSeeds' (the lower middle one for an even count), as
+	// `kneewatch sweep --open-loop-searches` keeps the median search's
+	// knee.
+	ResweepMedian bool
 	// ResweepLikeSweep runs the resweep's Poisson trials as `kneewatch
 	// sweep` runs its own: a 1-minute warm-up, a steady part of 150
 	// requests and at least 2 minutes, 4 halvings from 0.2 of the start,

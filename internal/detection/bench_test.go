@@ -324,4 +324,8 @@ func TestTheResweepRunsTheSweepsTrialsWhenAsked(t *testing.T) {
 	if got := resweepSeeds(o); got != "kneewatch sweep's trials, seed 2" {
 		t.Errorf("the what-if is named %q", got)
 	}
+	o.ResweepAverageSeeds, o.ResweepMedian = []uint64{1000005, 2000008}, true
+	if got := resweepSeeds(o); got != "kneewatch sweep's trials, seeds 2, 1000005 and 2000008, the median one" {
+		t.Errorf("the median what-if is named %q", got)
+	}
 }

@@ -155,5 +155,9 @@ func resweepSeeds(o Options) string {
 	for _, s := range o.ResweepAverageSeeds {
 		seeds = append(seeds, fmt.Sprint(s))
 	}
-	return trials + "seeds " + strings.Join(seeds[:len(seeds)-1], ", ") + " and " + seeds[len(seeds)-1] + " averaged"
+	how := " averaged"
+	if o.ResweepMedian {
+		how = ", the median one"
+	}
+	return trials + "seeds " + strings.Join(seeds[:len(seeds)-1], ", ") + " and " + seeds[len(seeds)-1] + how
 }

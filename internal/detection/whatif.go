@@ -62,13 +62,15 @@ func newClosedLoopWhatIf(sc *Scenario, o Options, engine *promql.Engine, prof *k
 // again with Options.ResweepSeed, independently of the one the truth and
 // the bench's kneewatch share. nil when the option is off.
 // With Options.ResweepAverageSeeds, the knee's concurrency and rates are
-// the mean over every sweep's.
+// the mean over every sweep's, or with Options.ResweepMedian the median
+// sweep's profile.
 func newResweepWhatIf(ctx context.Context, sc *Scenario, o Options, engine *promql.Engine, resweep []*kneeCache) (*profileWhatIf, error) {
 	if len(resweep) == 0 {
 		return nil, nil
 	}
 	var p knee.Profile
 	var sum knee.Knee
+	var all []knee.Profile
 	for i, kc := range resweep {
 		q, err := kc.profile(ctx, sc.Deployment, "", 0, 1)
 		if errors.Is(err, sim.ErrSLOUnreachable) || errors.Is(err, sim.ErrOpenLoopSLOUnreachable) {
@@ -85,12 +87,16 @@ func newResweepWhatIf(ctx context.Context, sc *Scenario, o Options, engine *prom
 		if i == 0 {
 			p = q
 		}
+		all = append(all, q)
 		sum.Concurrency += q.Knee.Concurrency
 		sum.RequestsPerSecond += q.Knee.RequestsPerSecond
 		sum.OutputTokensPerSecond += q.Knee.OutputTokensPerSecond
 		sum.GoodputTokensPerSecond += q.Knee.GoodputTokensPerSecond
 	}
-	if n := float64(len(resweep)); n > 1 {
+	if o.ResweepMedian && len(all) > 1 {
+		slices.SortStableFunc(all, func(a, b knee.Profile) int { return cmp.Compare(a.Knee.RequestsPerSecond, b.Knee.RequestsPerSecond) })
+		p = all[(len(all)-1)/2]
+	} else if n := float64(len(resweep)); n > 1 {
 		fc, fr := sum.Concurrency/n/p.Knee.Concurrency, sum.RequestsPerSecond/n/p.Knee.RequestsPerSecond
 		p.Knee.Concurrency = sum.Concurrency / n
 		p.Knee.RequestsPerSecond = sum.RequestsPerSecond / n
