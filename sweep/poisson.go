@@ -162,14 +162,14 @@ const searchSeedStride = 1_000_003
 //
 // Why repeat: one search's knee is one draw. Near the knee whether a trial
 // of a few hundred requests meets a bad window is itself random, so a
-// search lands a step or two off the rate a long run would hold, and its
-// knee in flight, which grows faster than the rate there, further. In the
+// search lands off the rate a long run would hold, and its knee in
+// flight, which grows faster than the rate there, further off. In the
 // simulator, over every suite deployment with four seeds
 // (KNEEWATCH_POISSON_VARIANTS=inflight in internal/detection), the median
 // of three searches put the knee's rate within ±10% of the truth's in 40
 // and 52 of 56 sweeps on the two halves (one search: 36 and 45) and its
 // in-flight requests within ±20% in 38 and 40 (32 and 38). The lower of
-// two searches read the rate as well (39, 48) but the knee in flight worse
+// two searches read the rate nearly as well (39, 48) but the knee in flight worse
 // (26, 35): it picks the search that kept the lower rate, and its lower
 // in-flight mean with it.
 //
