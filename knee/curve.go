@@ -182,7 +182,7 @@ func (p *Profile) rateLoadRatio(rate float64, kind rateKind) float64 {
 // 1.034 (1.007-1.054, and 1.135 on an 8B/L4 RAG replica), so a slowed GPU
 // read faster than it was and its knee, which a TPOT-bound replica loses
 // faster than its speed, read high; and the throughput dimension read the
-// same tokens/s as up to 3% more in flight than they were. Read through
+// same tokens/s as more in flight than they were, by the chord's gap. Read through
 // the time per unit, full speed read 1.016 (0.989-1.048; 1.129), and on
 // the tune half the headroom error p95 went in throttle-ramp from 0.117 to
 // 0.109, in throttle-step 0.103 to 0.094 and in plateau-safe 0.067 to

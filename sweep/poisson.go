@@ -56,7 +56,7 @@ func (cfg *Config) runPoisson(ctx context.Context, out *Outcome, search *measure
 	cfg.Logger.Info("open-loop search started", "closed_loop_knee_about", out.ClosedLoopEstimate, "start_concurrency", start, "start_rate", sp.RequestsPerSecond,
 		"warmup", ol.Warmup, "min_steady", ol.Steady, "requests_per_trial", ol.Requests, "threshold_share", ol.ThresholdShare, "max_outstanding", maxOut)
 	trial := func(ctx context.Context, index, search int, rate float64) (Trial, error) {
-		seed := trialSeed(cfg.Seed+uint64(search-1)*searchSeedStride, rate)
+		seed := trialSeed(cfg.Seed+uint64(search-1)*SearchSeedStride, rate)
 		gen := cfg.Workload.WithSeed(levelSeed(seed, 1))
 		steady := ol.SteadyFor(rate)
 		cfg.Progress.StartTrial(index, rate, ol.Warmup+steady)
@@ -147,11 +147,11 @@ func (cfg *Config) poissonProfile(ctx context.Context, out *Outcome, trial trial
 	return nil
 }
 
-// searchSeedStride separates the draws of repeated rate searches: search
+// SearchSeedStride separates the draws of repeated rate searches: search
 // s runs on the seed cfg.Seed + (s−1) × this, far from the seeds an
 // operator passes by hand (1, 2, 3 ...), so `--seed 2` is not a repeat of
 // another sweep's second search.
-const searchSeedStride = 1_000_003
+const SearchSeedStride = 1_000_003
 
 // searchRate runs cfg.OpenLoop.Searches rate searches, one after another,
 // and returns the index in out.Trials of the knee: the best kept trial of

@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	suiteSeed := fs.Uint64("suite-seed", 1, "seed the generated suite is drawn with")
 	resweep := fs.Uint64("resweep-seed", 2, "on the suite half, also give a second kneewatch the deployment's profile swept again with this seed, as an operator's own sweep would be (0: off)")
 	resweepTrials := fs.String("resweep-trials", "sweep", "how the resweep's Poisson trials run: sweep (as kneewatch sweep runs its own: 1-minute warm-ups, 150 requests, judged at 90% of the thresholds with the runaway test) or truth (as the truth's: 20-minute steady parts at the thresholds)")
-	resweepSearches := fs.Int("resweep-searches", 1, "the resweep's knee as `kneewatch sweep --open-loop-searches N` keeps it: N sweeps, at --resweep-seed and at seeds 1000003 apart, and the profile of the one whose knee rate is the median (1: one sweep)")
+	resweepSearches := fs.Int("resweep-searches", 1, fmt.Sprintf("the resweep's knee as `kneewatch sweep --open-loop-searches N` keeps it: N sweeps, at --resweep-seed and at seeds %d apart (as the sweep seeds its searches), and the profile of the one whose knee rate is the median (1: one sweep)", sweep.SearchSeedStride))
 	withoutModels := fs.Bool("without-models", true, "on the suite half, also give a second kneewatch the deployment's profile without its mix and speed models, as `kneewatch sweep` writes it by default")
 	truthSeeds := fs.Int("truth-grid-seeds", detection.BenchTruthGridSeeds, "on the suite half, the true knee under a mix share or a slowdown is the median of this many knee searches with different seeds (1: one search, as at nominal conditions)")
 	limit := fs.Int("limit", 0, "run only the first N scenarios of the suite half (0: all), for a quick look")
@@ -112,7 +112,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		half.ResweepSeed = *resweep
 		half.ResweepLikeSweep = *resweepTrials == "sweep"
 		for i := 1; i < *resweepSearches; i++ {
-			half.ResweepAverageSeeds = append(half.ResweepAverageSeeds, *resweep+uint64(i)*1_000_003)
+			half.ResweepAverageSeeds = append(half.ResweepAverageSeeds, *resweep+uint64(i)*sweep.SearchSeedStride)
 		}
 		half.ResweepMedian = *resweepSearches > 1
 		half.WithoutModelsWhatIf = *withoutModels

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/kneewatch/kneewatch/internal/sim"
-	"github.com/kneewatch/kneewatch/knee"
 	"github.com/kneewatch/kneewatch/measure"
 	"github.com/kneewatch/kneewatch/sweep"
 	"github.com/kneewatch/kneewatch/workload"
@@ -84,28 +83,18 @@ func TestSweepInFlightKnee(t *testing.T) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			slo, err := deriveSLO(ctx, d)
+			pt, ok, err := measurePoissonTruth(ctx, d)
 			if err != nil {
 				t.Error(err)
+			}
+			if !ok {
 				return
 			}
-			p, _ := sim.LoadPreset(d.Preset)
-			gen, _ := workload.Resolve(d.Workload, 1)
-			cl, err := emulateDoubling(ctx, p, gen, slo)
-			if err != nil || !(cl.kneeRate > 0) || !(cl.startRate > 0) {
-				return
-			}
+			p, gen, slo, cl := pt.preset, pt.gen, pt.slo, pt.closed
 			var rates, cs []float64
-			for seed := uint64(1); seed <= poissonSeeds; seed++ {
-				g, _ := workload.Resolve(d.Workload, seed)
-				k, err := sim.FindKnee(ctx, sim.KneeConfig{Engine: sim.Config{Preset: p}, Workload: g, SLO: slo, Seed: seed,
-					MaxConcurrency: sweep.DefaultMaxConcurrency, Arrivals: knee.ArrivalsPoisson,
-					OpenLoop: sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: poissonSteady, Low: poissonLow, Steps: poissonSteps}})
-				if err != nil {
-					return
-				}
-				rates = append(rates, k.Knee.RequestsPerSecond)
-				cs = append(cs, k.Knee.Concurrency)
+			for _, k := range pt.knees {
+				rates = append(rates, k.RequestsPerSecond)
+				cs = append(cs, k.Concurrency)
 			}
 			r := row{half: sweepTimeHalf(d), name: fmt.Sprintf("%s/%s %s", d.Preset, d.Workload, d.Tightness),
 				truthRate: median(rates), truthC: median(cs), truthCs: cs, est: make([][]float64, len(estimates))}

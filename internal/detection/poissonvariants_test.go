@@ -332,27 +332,17 @@ func TestSweepPoissonVariants(t *testing.T) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			slo, err := deriveSLO(ctx, d)
+			pt, ok, err := measurePoissonTruth(ctx, d)
 			if err != nil {
 				t.Error(err)
+			}
+			if !ok {
 				return
 			}
-			p, _ := sim.LoadPreset(d.Preset)
-			gen, _ := workload.Resolve(d.Workload, 1)
-			cl, err := emulateDoubling(ctx, p, gen, slo)
-			if err != nil || !(cl.kneeRate > 0) || !(cl.startRate > 0) {
-				return
-			}
+			p, gen, slo, cl := pt.preset, pt.gen, pt.slo, pt.closed
 			var truths []float64
-			for seed := uint64(1); seed <= poissonSeeds; seed++ {
-				g, _ := workload.Resolve(d.Workload, seed)
-				k, err := sim.FindKnee(ctx, sim.KneeConfig{Engine: sim.Config{Preset: p}, Workload: g, SLO: slo, Seed: seed,
-					MaxConcurrency: sweep.DefaultMaxConcurrency, Arrivals: knee.ArrivalsPoisson,
-					OpenLoop: sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: poissonSteady, Low: poissonLow, Steps: poissonSteps}})
-				if err != nil {
-					return
-				}
-				truths = append(truths, k.Knee.RequestsPerSecond)
+			for _, k := range pt.knees {
+				truths = append(truths, k.RequestsPerSecond)
 			}
 			r := row{half: sweepTimeHalf(d), truth: median(truths)}
 			r.fast = r.truth >= 1
@@ -413,6 +403,46 @@ func TestSweepPoissonVariants(t *testing.T) {
 				half, v.name, len(abs), within, abs[len(abs)/2], abs[int(0.9*float64(len(abs)-1))], median(bias), total.Round(time.Minute), fastOver, fastN)
 		}
 	}
+}
+
+// poissonTruth is one deployment as the Poisson tools compare against it:
+// its derived SLO, preset and workload (seed 1), the sweep's closed loop
+// before the open-loop search (emulateDoubling), and the true poisson knee
+// at seeds 1 to poissonSeeds (the detection bench's 20-minute search).
+type poissonTruth struct {
+	slo    knee.SLO
+	preset sim.Preset
+	gen    *workload.Generator
+	closed emulated
+	knees  []knee.Knee
+}
+
+// measurePoissonTruth measures d's poissonTruth; false, with a nil error,
+// when the deployment has no knee to compare with (its closed loop found
+// no rate, or a seed's search none).
+func measurePoissonTruth(ctx context.Context, d Deployment) (poissonTruth, bool, error) {
+	slo, err := deriveSLO(ctx, d)
+	if err != nil {
+		return poissonTruth{}, false, err
+	}
+	p, _ := sim.LoadPreset(d.Preset)
+	gen, _ := workload.Resolve(d.Workload, 1)
+	cl, err := emulateDoubling(ctx, p, gen, slo)
+	if err != nil || !(cl.kneeRate > 0) || !(cl.startRate > 0) {
+		return poissonTruth{}, false, nil
+	}
+	pt := poissonTruth{slo: slo, preset: p, gen: gen, closed: cl}
+	for seed := uint64(1); seed <= poissonSeeds; seed++ {
+		g, _ := workload.Resolve(d.Workload, seed)
+		k, err := sim.FindKnee(ctx, sim.KneeConfig{Engine: sim.Config{Preset: p}, Workload: g, SLO: slo, Seed: seed,
+			MaxConcurrency: sweep.DefaultMaxConcurrency, Arrivals: knee.ArrivalsPoisson,
+			OpenLoop: sim.OpenLoopConfig{Warmup: poissonWarmup, Steady: poissonSteady, Low: poissonLow, Steps: poissonSteps}})
+		if err != nil {
+			return poissonTruth{}, false, nil
+		}
+		pt.knees = append(pt.knees, k.Knee)
+	}
+	return pt, true, nil
 }
 
 // scaled is xs times k.
