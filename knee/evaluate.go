@@ -209,6 +209,16 @@ type Result struct {
 //     speedKnee). e is clamped to 0.1..1, so the ratio is at most 10× the
 //     load ratio and a faster replica gets no bonus.
 //
+// Not a dimension: the offered request rate (finished requests/s plus the
+// waiting queue's growth) ÷ the moved knee's rate, counted past 1, so a
+// flash crowd on a low-rate replica would read past the knee before its
+// queue shows. Tried on the tune half (2026-12-07, KNEEWATCH_TUNE_SHIPPED):
+// it paged 4 of 46 safe scenarios (2 without it) and no early-possible
+// breach more (17 of 19), and plateau-safe's headroom error p95 went 0.060
+// to 0.074; counted past 1.15 instead, 4 safe scenarios and 0.065. At a
+// few requests a minute the rate is as noisy as the queue it would get
+// ahead of.
+//
 // Goodput is output tokens/s × min(TTFT attainment, TPOT attainment). vLLM's
 // bench counts goodput as the tokens of requests that met every SLO; the
 // share meeting both is at most the smaller share, and equals it when the

@@ -52,6 +52,13 @@ type poissonVariant struct {
 	// confirm, when > 0, runs the best kept rate again on other draws, up
 	// to this many times (see emulatePoissonVariant).
 	confirm int
+	// low and steps, when set, are the rate search's (knee.RateSearch);
+	// 0 takes the sweep's defaults.
+	low   float64
+	steps int
+	// skipBrokenStart records the search's first rate as broken without
+	// a trial when it is a broken closed-loop level's rate (startBroken).
+	skipBrokenStart, startBroken bool
 }
 
 // emulatePoissonVariant is emulatePoisson with v's settings.
@@ -61,6 +68,12 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 	ol := sweep.OpenLoopConfig{PoissonSearch: knee.PoissonSearch{Warmup: v.warmup, Steady: sweep.DefaultOpenLoopSteady,
 		Tick: sweep.DefaultOpenLoopTick, SLOWindow: knee.DefaultSLOWindow, Low: sweep.DefaultOpenLoopLow, Steps: sweep.DefaultOpenLoopSteps},
 		Requests: v.requests}
+	if v.low > 0 {
+		ol.Low = v.low
+	}
+	if v.steps > 0 {
+		ol.Steps = v.steps
+	}
 	search, err := knee.NewRateSearch(ol.Low, ol.Steps)
 	if err != nil {
 		return emulatedPoisson{}, err
@@ -120,6 +133,10 @@ func emulatePoissonVariant(ctx context.Context, p sim.Preset, gen *workload.Gene
 			break
 		}
 		rate := f * closedRate
+		if f == 1 && v.skipBrokenStart && v.startBroken {
+			search.Record(false)
+			continue
+		}
 		kept, err := try(rate, max(v.seed, 1))
 		if err != nil {
 			return e, err
@@ -310,6 +327,21 @@ func TestSweepPoissonVariants(t *testing.T) {
 			variants = append(variants, v)
 		}
 	}
+	// KNEEWATCH_POISSON_VARIANTS=search: the rate search's low end,
+	// halvings, and whether a broken start is tried.
+	if os.Getenv("KNEEWATCH_POISSON_VARIANTS") == "search" {
+		search := func(low float64, steps int, skip bool) poissonVariant {
+			v := with(fmt.Sprintf("low %g, %d halvings", low, steps), 0.9, 0, 0)
+			if skip {
+				v.name += ", broken start untried"
+			}
+			v.low, v.steps, v.skipBrokenStart = low, steps, skip
+			return v
+		}
+		variants = []poissonVariant{with("share 90% (shipped)", 0.9, 0, 0),
+			search(0.2, 4, true), search(0.2, 3, false), search(0.2, 3, true),
+			search(0.4, 3, false), search(0.4, 3, true), search(0.5, 3, true), search(0.4, 4, true)}
+	}
 	deps, _, err := suiteDeployments(sim.PresetNames(), workload.PresetNames())
 	if err != nil {
 		t.Fatal(err)
@@ -353,6 +385,7 @@ func TestSweepPoissonVariants(t *testing.T) {
 				var took []time.Duration
 				for seed := uint64(1); seed <= poissonSeeds; seed++ {
 					v.seed = seed
+					v.startBroken = cl.startRate == cl.breakRate
 					e, err := emulatePoissonVariant(ctx, p, gen, slo, cl.startRate, latency, v)
 					if err != nil {
 						t.Error(err)
