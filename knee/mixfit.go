@@ -46,10 +46,15 @@ func FitMixModel(points []MixPoint, p0, o0 float64) (MixModel, error) {
 	if err := mixDesignError(points); err != nil {
 		return MixModel{}, err
 	}
-	conc, ok1 := fitLogQuadratic(points, p0, o0, func(pt MixPoint) float64 { return pt.Concurrency })
-	rate, ok2 := fitLogQuadratic(points, p0, o0, func(pt MixPoint) float64 { return pt.RequestsPerSecond })
+	conc, ok1 := fitLogQuadratic(points, p0, o0, func(pt MixPoint) float64 { return pt.Concurrency }, nil)
+	// The rate's fit must read it falling with longer prompts, as Validate
+	// holds the model to: a fit that does not is no knee's, but its
+	// points' noise, and fewer terms are tried before the model fails.
+	rate, ok2 := fitLogQuadratic(points, p0, o0, func(pt MixPoint) float64 { return pt.RequestsPerSecond },
+		func(q LogQuadratic) bool { return q.Prompt < 0 })
 	if !ok1 || !ok2 {
-		return MixModel{}, errors.New("the measured mixes cannot determine the mix model: its least-squares system is singular")
+		return MixModel{}, errors.New("the measured mixes cannot determine the mix model: its least-squares system is singular, " +
+			"or its only fits read slopes no knee has (the request rate rising with longer prompts, or a log-slope past ±10)")
 	}
 	return MixModel{Points: slices.Clone(points), Concurrency: conc, RequestsPerSecond: rate}, nil
 }
@@ -84,8 +89,17 @@ func mixFeatures(pt MixPoint, p0, o0 float64) [6]float64 {
 // fitted, so the model reproduces the knee it moves. The terms fitted are
 // the first set the points determine: x, z, x·z and the squares of the
 // means measured at three or more lengths; then without x·z; then without
-// the squares.
-func fitLogQuadratic(points []MixPoint, p0, o0 float64, y func(MixPoint) float64) (LogQuadratic, bool) {
+// the squares. A set whose fit has a coefficient past maxMixCoefficient,
+// or that accept (when not nil) refuses, is passed over for the next.
+//
+// Why the bound: points whose means are almost, but not exactly, in the
+// proportions of the scales (a distribution clamped at its maximum, so
+// prompts ×2 read ×1.9) make a system that is nearly singular, and its
+// exact fit swings by thousands: prompts ×2, outputs ×2, both, and both
+// halved, with the ×2 pair clamped to ×1.85 and ×1.95, fitted the rate
+// with a prompt slope of +1364 and an output slope of −1420. The
+// simulator's knees fit slopes of 0.1 to about 2.
+func fitLogQuadratic(points []MixPoint, p0, o0 float64, y func(MixPoint) float64, accept func(LogQuadratic) bool) (LogQuadratic, bool) {
 	anchor, anchored, own := 0.0, false, 0.0
 	for _, pt := range points {
 		if pt.MeanPromptTokens == p0 && pt.MeanOutputTokens == o0 {
@@ -110,16 +124,26 @@ func fitLogQuadratic(points []MixPoint, p0, o0 float64, y func(MixPoint) float64
 		append(slices.Clone(base), squares...),
 		base,
 	} {
-		if c, ok := fitTerms(points, p0, o0, y, active, anchor); ok {
-			at := math.Exp(c[0])
-			if anchored {
-				at = own
-			}
-			return LogQuadratic{AtProfileMix: at, Prompt: c[1], Output: c[2], PromptSquared: c[3], PromptOutput: c[4], OutputSquared: c[5]}, true
+		c, ok := fitTerms(points, p0, o0, y, active, anchor)
+		if !ok || slices.ContainsFunc(c[1:], func(v float64) bool { return !(math.Abs(v) <= maxMixCoefficient) }) {
+			continue
+		}
+		at := math.Exp(c[0])
+		if anchored {
+			at = own
+		}
+		q := LogQuadratic{AtProfileMix: at, Prompt: c[1], Output: c[2], PromptSquared: c[3], PromptOutput: c[4], OutputSquared: c[5]}
+		if accept == nil || accept(q) {
+			return q, true
 		}
 	}
 	return LogQuadratic{}, false
 }
+
+// maxMixCoefficient is the largest magnitude a fitted LogQuadratic's
+// slope or curvature may have (see fitLogQuadratic): at 10, doubling a
+// mean would move the knee e^6.9, about a thousandfold.
+const maxMixCoefficient = 10
 
 // fitTerms solves the least squares of ln y − offset on the active terms
 // (indices into mixFeatures); the others are 0.

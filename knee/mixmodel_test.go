@@ -114,6 +114,43 @@ func TestFitMixModelRejectsPointsThatCannotDetermineIt(t *testing.T) {
 	}
 }
 
+// nearlyScaledPoints are the quick grid's knees (QuickMixScales) plus
+// prompts and outputs ×2 together, whose means are clamped to ×1.85 and
+// ×1.95: the proportions of the scales, almost, which makes the full
+// fit's system nearly singular. r22 is that mix's knee rate.
+func nearlyScaledPoints(r22 float64) []MixPoint {
+	p0, o0 := 1000.0, 200.0
+	at := func(ps, os, c, r float64) MixPoint {
+		return MixPoint{PromptScale: ps, OutputScale: os, MeanPromptTokens: p0 * ps, MeanOutputTokens: o0 * os, Concurrency: c, RequestsPerSecond: r}
+	}
+	return []MixPoint{at(1, 1, 10, 1), at(1.9, 1, 8, 0.55), at(1, 2, 14, 0.95), at(0.5, 0.5, 8, 1.7), at(1.85, 1.95, 12, r22)}
+}
+
+func TestFitMixModelPassesOverAFitNoKneeHas(t *testing.T) {
+	for _, r22 := range []float64{0.5, 0.9} {
+		m, err := FitMixModel(nearlyScaledPoints(r22), 1000, 200)
+		if err != nil {
+			t.Fatalf("r22 %g: %v", r22, err)
+		}
+		for _, q := range []LogQuadratic{m.Concurrency, m.RequestsPerSecond} {
+			for _, v := range []float64{q.Prompt, q.Output, q.PromptSquared, q.PromptOutput, q.OutputSquared} {
+				if !(math.Abs(v) <= maxMixCoefficient) {
+					t.Errorf("r22 %g: fitted %+v, a coefficient past ±%g", r22, q, float64(maxMixCoefficient))
+				}
+			}
+		}
+		if !(m.RequestsPerSecond.Prompt < 0) {
+			t.Errorf("r22 %g: rate's prompt slope %g, want < 0", r22, m.RequestsPerSecond.Prompt)
+		}
+	}
+	// A rate that rises with longer prompts whatever the terms: no model.
+	rising := nearlyScaledPoints(0.9)[:4]
+	rising[1].RequestsPerSecond = 1.3
+	if _, err := FitMixModel(rising, 1000, 200); err == nil || !strings.Contains(err.Error(), "rising with longer prompts") {
+		t.Errorf("FitMixModel of a rate rising with prompts: error %v, want one naming the slope", err)
+	}
+}
+
 // poissonMix is the valid mix-model profile with its knee measured under
 // Poisson arrivals, so its knee has a request rate to move.
 func poissonMix(t testing.TB) *Profile {
@@ -288,6 +325,9 @@ func TestParseMixScales(t *testing.T) {
 	}
 	if got, _ := ParseMixScales("default"); !cmp.Equal(got, DefaultMixScales) {
 		t.Errorf("default = %v, want %v", got, DefaultMixScales)
+	}
+	if got, _ := ParseMixScales(" quick "); !cmp.Equal(got, []MixScale{{2, 1}, {1, 2}, {0.5, 0.5}}) {
+		t.Errorf("quick = %v, want prompts ×2, outputs ×2 and both halved", got)
 	}
 	for in, want := range map[string]string{
 		"2":       `mix scale "2": want PROMPT:OUTPUT factors`,

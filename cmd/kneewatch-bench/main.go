@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/internal/detection"
+	"github.com/kneewatch/kneewatch/knee"
 	"github.com/kneewatch/kneewatch/sweep"
 )
 
@@ -53,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	resweepTrials := fs.String("resweep-trials", "sweep", "how the resweep's Poisson trials run: sweep (as kneewatch sweep runs its own: 1-minute warm-ups, 150 requests, judged at 90% of the thresholds with the runaway test) or truth (as the truth's: 20-minute steady parts at the thresholds)")
 	resweepSearches := fs.Int("resweep-searches", 1, fmt.Sprintf("the resweep's knee as `kneewatch sweep --open-loop-searches N` keeps it: N sweeps, at --resweep-seed and at seeds %d apart (as the sweep seeds its searches), and the profile of the one whose knee rate is the median (1: one sweep)", sweep.SearchSeedStride))
 	withoutModels := fs.Bool("without-models", true, "on the suite half, also give a second kneewatch the deployment's profile without its mix and speed models, as `kneewatch sweep` writes it by default")
+	withoutModelsMix := fs.String("without-models-mix-scales", "", "with --without-models: give that kneewatch a mix model after all, fitted to the truth's knees at these PROMPT:OUTPUT scales only (\"quick\", \"default\" or a list, as kneewatch sweep --mix-scales takes them): what a sweep with them measures (empty: none)")
 	truthSeeds := fs.Int("truth-grid-seeds", detection.BenchTruthGridSeeds, "on the suite half, the true knee under a mix share or a slowdown is the median of this many knee searches with different seeds (1: one search, as at nominal conditions)")
 	limit := fs.Int("limit", 0, "run only the first N scenarios of the suite half (0: all), for a quick look")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file, for `go tool pprof`")
@@ -116,6 +118,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		half.ResweepMedian = *resweepSearches > 1
 		half.WithoutModelsWhatIf = *withoutModels
+		if *withoutModelsMix != "" {
+			if half.WithoutModelsMixScales, err = knee.ParseMixScales(*withoutModelsMix); err != nil {
+				return fmt.Errorf("--without-models-mix-scales: %w", err)
+			}
+		}
 		half.TruthGridSeeds = *truthSeeds
 		go func() {
 			var err error

@@ -80,7 +80,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"(10 to 30; at concurrency 1, 2 and 4, two per worker and at least 4 well within the SLO) for a level\n"+
 		"below it, which is measured in full before the knee may rest on it; false: every level fills its window")
 	mixScales := fs.String("mix-scales", "", "after the knee, measure it again at the workload scaled by each PROMPT:OUTPUT factor pair\n"+
-		"(e.g. 2:1,1:2,2:2, or \"default\" for "+joinMixScales(knee.DefaultMixScales)+") and add the mixModel\n"+
+		"(e.g. 2:1,1:2,2:2; \"quick\" for "+joinMixScales(knee.QuickMixScales)+", or \"default\" for "+joinMixScales(knee.DefaultMixScales)+") and add the mixModel\n"+
 		"the knee moves with when live traffic's mean prompt or output drifts; each pair is a whole sweep; empty: none")
 	speeds := fs.String("speed-model", "", "after the knee, measure it again under the SLO's thresholds × each speed, a share of the\n"+
 		"GPU's (e.g. 0.8,0.5, or \"default\" for "+joinSpeeds(knee.DefaultSpeeds)+"), and add the speedModel: where the knee lies\n"+
@@ -240,8 +240,8 @@ func writeSweepOutputs(res *sweep.Outcome, out, plotPath, reportPath string, inf
 		if res.Profile.MixModel == nil {
 			// On the detection bench, a profile without one more than
 			// doubled the headroom error where the mix moved.
-			fmt.Fprintf(stdout, "mix model: none, so kneewatch keeps this knee when the traffic's mix shifts; --mix-scales default measures one, with %d more knee searches (see \"kneewatch given a profile without models\" in docs/benchmarks/detection.md)\n",
-				len(knee.DefaultMixScales))
+			fmt.Fprintf(stdout, "mix model: none, so kneewatch keeps this knee when the traffic's mix shifts; --mix-scales quick measures one with %d more knee searches, --mix-scales default with %d (see \"kneewatch given a profile without models\" in docs/benchmarks/detection.md)\n",
+				len(knee.QuickMixScales), len(knee.DefaultMixScales))
 		}
 		info.ProfileFile = relativeTo(reportPath, out)
 		if plotPath != "" {

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/kneewatch/kneewatch/knee"
 )
 
 // BenchTruthGridSeeds is Options.TruthGridSeeds of the bench's report
@@ -89,6 +91,14 @@ type Options struct {
 	// model, and a poisson profile's curve cut to the doubling
 	// (asDoublingSweep). Its page is scored as DetectorWithoutModelsPage.
 	WithoutModelsWhatIf bool
+	// WithoutModelsMixScales, when set, gives the without-models what-if a
+	// mix model after all: fitted (knee.FitMixModel, after
+	// knee.LeaveOutRisingMixPoints, as the sweep fits its own) to the
+	// truth's knees at these scales of its mix and its own mix only, the
+	// profile `kneewatch sweep --mix-scales` with them writes. Still no
+	// speed model, and the curve cut to the doubling. Where the points fit
+	// no model, the profile has none, as the sweep's would not.
+	WithoutModelsMixScales []knee.MixScale
 	// TruthGridSeeds is how many independent knee searches the truth's
 	// knee under changed conditions (a share of another mix, a slower GPU;
 	// see kneeCache.grid) is the median of (default 1). One Poisson search

@@ -119,12 +119,12 @@ func (r *Report) suiteGoals(p func(string, ...any)) {
 			}
 		}
 		we := pooledWithoutModelsErrors(r.Results)
-		p("  Given the profile a default `kneewatch sweep` writes (no mix or speed model): mean %.3f, p95 %.3f, max %.3f",
-			we.mean, we.p95, we.max)
+		p("  Given the profile %s writes (%s): mean %.3f, p95 %.3f, max %.3f",
+			r.withoutModelsSweep(), r.withoutModelsCarries(), we.mean, we.p95, we.max)
 		if len(wover) > 0 {
 			p("; over the goal in %s", strings.Join(wover, ", "))
 		}
-		p(" (see \"kneewatch given a profile without models\").\n")
+		p(" (see \"%s\").\n", r.withoutModelsTitle())
 	}
 	p("- **The truth judged every moment:** %d of %d scrapes (%.2f%%) were unknown, all at the start of a run before %d\n",
 		kw.unknownTicks, kw.ticks, 100*float64(kw.unknownTicks)/float64(max(kw.ticks, 1)), knee.MinWindowRequests)
@@ -390,19 +390,33 @@ func (r *Report) suiteWithoutModelsTables(p func(string, ...any)) {
 	if !r.Options.WithoutModelsWhatIf || len(r.Results) == 0 {
 		return
 	}
-	p("### kneewatch given a profile without models (test half)\n\n")
+	p("### %s (test half)\n\n", r.withoutModelsTitle())
 	p("Everywhere above, kneewatch's profile carries a mix model (`--mix-scales default`) and a speed model\n")
 	p("(`--speed-model default`), each measured with more knee searches. `kneewatch sweep` measures neither unless asked.\n")
 	p("Here a second kneewatch, fed the same scrapes and judged against the same truth, is given the same profile\n")
-	p("as a default sweep writes it: without them, and with the curve cut to the closed loop's doubling up to its first\n")
+	if len(r.Options.WithoutModelsMixScales) > 0 {
+		p("as %s writes it: a mix model fitted to the truth's knees at those scales and its own mix only\n", r.withoutModelsSweep())
+		p("(after leaving out a mix whose knee rate rises above a lighter one's, as the sweep does), no speed model,\n")
+		p("and with the curve cut to the closed loop's doubling up to its first\n")
+	} else {
+		p("as a default sweep writes it: without them, and with the curve cut to the closed loop's doubling up to its first\n")
+	}
 	p("break, its closed-loop knee interpolated in that bracket (a sweep with Poisson arrivals does not refine it).\n")
-	p("Without the mix model it does not move the knee with the mix, and the KV cache, read against the\n")
-	p("knee's own usage, is what sees longer contexts; without the speed model it reads a slower GPU's knee off the\n")
-	p("profile's curve, at that interpolated knee.\n\n")
+	if len(r.Options.WithoutModelsMixScales) > 0 {
+		p("Without the speed model it reads a slower GPU's knee off the profile's curve, at that interpolated knee.\n\n")
+	} else {
+		p("Without the mix model it does not move the knee with the mix, and the KV cache, read against the\n")
+		p("knee's own usage, is what sees longer contexts; without the speed model it reads a slower GPU's knee off the\n")
+		p("profile's curve, at that interpolated knee.\n\n")
+	}
 	kw, wm := tallyOf(r.Results, DetectorKneewatchPage), tallyOf(r.Results, DetectorWithoutModelsPage)
 	e, we := pooledErrors(r.Results), pooledWithoutModelsErrors(r.Results)
-	givenTable(p, []givenRow{{"the profile with its models", kw, e}, {"the profile without models", wm, we}})
-	p("\n| family | headroom error p95: with the models | without | kneewatch page, with: false, early, on time | without |\n|---|---|---|---|---|\n")
+	givenTable(p, []givenRow{{"the profile with its models", kw, e}, {r.withoutModelsName(), wm, we}})
+	other := "without"
+	if len(r.Options.WithoutModelsMixScales) > 0 {
+		other = "with the mix model at " + mixScalesFlag(r.Options.WithoutModelsMixScales) + " only"
+	}
+	p("\n| family | headroom error p95: with the models | %s | kneewatch page, with: false, early, on time | %s |\n|---|---|---|---|---|\n", other, other)
 	for _, f := range suiteFamilies {
 		fs := r.familyResults(f.name)
 		if len(fs) == 0 {
@@ -434,4 +448,47 @@ func givenTable(p func(string, ...any), rows []givenRow) {
 			float64(t.falsePages)/t.hours, t.early, t.earlyPossible, pct(share(t.early, t.earlyPossible)),
 			t.onTime, t.abrupt, pct(share(t.onTime, t.abrupt)), t.missed, row.e.mean, row.e.p95, row.e.max)
 	}
+}
+
+// withoutModelsTitle is the heading of the without-models what-if's
+// section: without models, or with only the mix model at
+// Options.WithoutModelsMixScales.
+func (r *Report) withoutModelsTitle() string {
+	if len(r.Options.WithoutModelsMixScales) == 0 {
+		return "kneewatch given a profile without models"
+	}
+	return "kneewatch given a profile with a mix model at " + mixScalesFlag(r.Options.WithoutModelsMixScales) + " only"
+}
+
+// withoutModelsName is the what-if's row name in its tables.
+func (r *Report) withoutModelsName() string {
+	if len(r.Options.WithoutModelsMixScales) == 0 {
+		return "the profile without models"
+	}
+	return "the profile with the mix model at " + mixScalesFlag(r.Options.WithoutModelsMixScales) + " only"
+}
+
+// withoutModelsSweep is the sweep whose profile the what-if is given.
+func (r *Report) withoutModelsSweep() string {
+	if len(r.Options.WithoutModelsMixScales) == 0 {
+		return "a default `kneewatch sweep`"
+	}
+	return "`kneewatch sweep --mix-scales " + mixScalesFlag(r.Options.WithoutModelsMixScales) + "`"
+}
+
+// withoutModelsCarries says which models that profile carries.
+func (r *Report) withoutModelsCarries() string {
+	if len(r.Options.WithoutModelsMixScales) == 0 {
+		return "no mix or speed model"
+	}
+	return "that mix model, no speed model"
+}
+
+// mixScalesFlag is scales as --mix-scales takes them.
+func mixScalesFlag(scales []knee.MixScale) string {
+	parts := make([]string, len(scales))
+	for i, s := range scales {
+		parts[i] = s.String()
+	}
+	return strings.Join(parts, ",")
 }

@@ -142,12 +142,35 @@ func newWithoutModelsWhatIf(sc *Scenario, o Options, engine *promql.Engine, prof
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
 	}
+	full := p.MixModel
 	p.MixModel, p.SpeedModel = nil, nil
+	if len(o.WithoutModelsMixScales) > 0 && full != nil {
+		p.MixModel = mixModelAt(full, o.WithoutModelsMixScales, p.Workload.MeanPromptTokens, p.Workload.MeanOutputTokens)
+	}
 	p.Metadata.Name += "-without-models"
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("scenario %s: the profile without models: %w", sc.Name, err)
 	}
 	return newProfileWhatIf(p, o, engine)
+}
+
+// mixModelAt is the mix model fitted to full's knees at the profile's own
+// mix and the given scales only, as a sweep with those scales fits it;
+// nil where they fit none.
+func mixModelAt(full *knee.MixModel, scales []knee.MixScale, p0, o0 float64) *knee.MixModel {
+	var points []knee.MixPoint
+	for _, pt := range full.Points {
+		s := knee.MixScale{Prompt: pt.PromptScale, Output: pt.OutputScale}
+		if s == (knee.MixScale{Prompt: 1, Output: 1}) || slices.Contains(scales, s) {
+			points = append(points, pt)
+		}
+	}
+	points, _ = knee.LeaveOutRisingMixPoints(points)
+	m, err := knee.FitMixModel(points, p0, o0)
+	if err != nil {
+		return nil
+	}
+	return &m
 }
 
 func newProfileWhatIf(p knee.Profile, o Options, engine *promql.Engine) (*profileWhatIf, error) {
