@@ -70,8 +70,10 @@ func (cfg *Config) withMixModel(ctx context.Context, out *Outcome) error {
 	if err := withModel.Validate(); err != nil {
 		return fmt.Errorf("the profile with its mix model does not validate: %w", err)
 	}
-	out.Profile = &withModel
+	// The sweep ends with its model's knees: the profile says when.
 	out.Finished = cfg.Clock()
+	withModel.Sweep.FinishedAt = out.Finished.UTC()
+	out.Profile = &withModel
 	return nil
 }
 

@@ -29,6 +29,9 @@ func TestSweepWithMixScalesAddsAMixModel(t *testing.T) {
 	if err := prof.Validate(); err != nil {
 		t.Fatalf("the profile with its mix model does not validate: %v", err)
 	}
+	if !prof.Sweep.FinishedAt.Equal(out.Finished.UTC()) {
+		t.Errorf("the profile says the sweep finished at %s; it finished with its mix model's knees, at %s", prof.Sweep.FinishedAt, out.Finished.UTC())
+	}
 	m := prof.MixModel
 	if m == nil || len(m.Points) != 4 {
 		t.Fatalf("mix model %+v, want the profile's knee and 3 scaled ones", m)

@@ -91,6 +91,7 @@ func WriteReport(w io.Writer, out *Outcome, info ReportInfo) error {
 	}
 
 	writeOpenLoop(&b, out, info.SLO)
+	writeModels(&b, out.Profile)
 
 	if notes := reportNotes(out); len(notes) > 0 {
 		fmt.Fprintf(&b, "\n## Notes\n\n")
@@ -100,6 +101,43 @@ func WriteReport(w io.Writer, out *Outcome, info ReportInfo) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// writeModels lists the knees the profile's mix and speed models were
+// measured with, when it has them: what the extra searches found, so a
+// reader sees a scaled mix that read high (a knee rate above a lighter
+// mix's) or a speed that moved the knee more than in proportion.
+func writeModels(b *bytes.Buffer, p *knee.Profile) {
+	if p == nil {
+		return
+	}
+	if m := p.MixModel; m != nil {
+		fmt.Fprintf(b, "\n## Mix model\n\n")
+		fmt.Fprintf(b, "The knee searched again at each mix (`--mix-scales`), its prompts and outputs scaled; the token means are those the server reported. "+
+			"kneewatch moves the knee with the mix it observes by the model fitted to these knees: ln(knee) = ln(the profile's) + "+
+			"a·ln(P/P₀) + b·ln(O/O₀) + the square and cross terms, P and O the mean prompt and output tokens.\n\n")
+		fmt.Fprintf(b, "| prompts × | outputs × | mean prompt tokens | mean output tokens | knee in flight | knee requests/s |\n")
+		fmt.Fprintf(b, "|---:|---:|---:|---:|---:|---:|\n")
+		for _, pt := range m.Points {
+			fmt.Fprintf(b, "| %g | %g | %.0f | %.0f | %s | %.4g |\n", pt.PromptScale, pt.OutputScale, pt.MeanPromptTokens, pt.MeanOutputTokens,
+				formatConcurrency(pt.Concurrency), pt.RequestsPerSecond)
+		}
+		fmt.Fprintf(b, "\n| fitted | a (prompt) | b (output) | a² term | a·b term | b² term |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, row := range []struct {
+			name string
+			q    knee.LogQuadratic
+		}{{"knee in flight", m.Concurrency}, {"knee requests/s", m.RequestsPerSecond}} {
+			fmt.Fprintf(b, "| %s | %.3g | %.3g | %.3g | %.3g | %.3g |\n", row.name, row.q.Prompt, row.q.Output, row.q.PromptSquared, row.q.PromptOutput, row.q.OutputSquared)
+		}
+	}
+	if m := p.SpeedModel; m != nil {
+		fmt.Fprintf(b, "\n## Speed model\n\n")
+		fmt.Fprintf(b, "The knee searched again under the SLO's thresholds × each speed (`--speed-model`): where it lies on a GPU that much slower.\n\n")
+		fmt.Fprintf(b, "| speed | knee in flight | knee requests/s |\n|---:|---:|---:|\n")
+		for _, pt := range m.Points {
+			fmt.Fprintf(b, "| %g | %s | %.4g |\n", pt.Speed, formatConcurrency(pt.Concurrency), pt.RequestsPerSecond)
+		}
+	}
 }
 
 // SaveReport writes the report to path atomically.

@@ -150,3 +150,29 @@ func TestAPoissonReportWithRepeatedSearchesMatchesTheGoldenFile(t *testing.T) {
 	}
 	checkGolden(t, "testdata/report-poisson-searches.golden.md", b.Bytes())
 }
+
+func TestAReportListsTheKneesItsModelsWereFittedTo(t *testing.T) {
+	out := fixedPoissonOutcome()
+	p := *out.Profile
+	p.MixModel = &knee.MixModel{
+		Points: []knee.MixPoint{
+			{PromptScale: 1, OutputScale: 1, MeanPromptTokens: 203, MeanOutputTokens: 184, Concurrency: 4.25, RequestsPerSecond: 5.664},
+			{PromptScale: 2, OutputScale: 1, MeanPromptTokens: 405, MeanOutputTokens: 184, Concurrency: 3.1, RequestsPerSecond: 3.2},
+			{PromptScale: 1, OutputScale: 2, MeanPromptTokens: 203, MeanOutputTokens: 370, Concurrency: 7.9, RequestsPerSecond: 4.8},
+			{PromptScale: 0.5, OutputScale: 0.5, MeanPromptTokens: 101, MeanOutputTokens: 92, Concurrency: 3.6, RequestsPerSecond: 9.9},
+		},
+		Concurrency:       knee.LogQuadratic{AtProfileMix: 4.25, Prompt: -0.45, Output: 0.9},
+		RequestsPerSecond: knee.LogQuadratic{AtProfileMix: 5.664, Prompt: -0.82, Output: -0.24},
+	}
+	p.SpeedModel = &knee.SpeedModel{Points: []knee.SpeedPoint{{Speed: 0.5, Concurrency: 3, RequestsPerSecond: 2.6}}}
+	out.Profile = &p
+	var b bytes.Buffer
+	err := WriteReport(&b, out, ReportInfo{
+		Target: "http://10.0.0.7:8000/v1", Model: "meta-llama/Llama-3.1-8B-Instruct", Workload: "chat",
+		SLO: knee.SLO{TTFT: knee.Duration(500 * time.Millisecond), TPOT: knee.Duration(30 * time.Millisecond), Quantile: 0.99},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "testdata/report-models.golden.md", b.Bytes())
+}

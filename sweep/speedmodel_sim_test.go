@@ -29,6 +29,9 @@ func TestSweepWithSpeedsAddsASpeedModel(t *testing.T) {
 	if err := prof.Validate(); err != nil {
 		t.Fatalf("the profile with its speed model does not validate: %v", err)
 	}
+	if !prof.Sweep.FinishedAt.Equal(out.Finished.UTC()) {
+		t.Errorf("the profile says the sweep finished at %s; it finished with its speed model's knees, at %s", prof.Sweep.FinishedAt, out.Finished.UTC())
+	}
 	m := prof.SpeedModel
 	if m == nil || len(m.Points) != 1 {
 		t.Fatalf("speed model %+v, want the knee at speed 0.5", m)
