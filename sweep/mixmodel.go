@@ -85,7 +85,7 @@ func (cfg *Config) withMixModel(ctx context.Context, out *Outcome) error {
 // interrupted and returns ErrInterrupted: the profile then stays without
 // the model. Both models' reruns share this rule.
 func modelKnee(ctx context.Context, sub Config, out *Outcome, model string, variant ...any) (*Outcome, bool, error) {
-	sub.MixScales, sub.Speeds = nil, nil
+	sub.MixScales, sub.Speeds, sub.modelVariant = nil, nil, true
 	// One rate search a variant: the models are fitted over several
 	// variants' knees, whose draws differ anyway, and a repeat of each
 	// would multiply the longest part of the sweep.

@@ -1,10 +1,14 @@
 package sweep
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/kneewatch/kneewatch/collector"
 	"github.com/kneewatch/kneewatch/knee"
 )
 
@@ -16,14 +20,21 @@ func TestSweepWithSpeedsAddsASpeedModel(t *testing.T) {
 	p := kc.simPreset(t)
 	st := startSimPreset(t, p, kc.speed)
 	start := time.Now()
+	var logs bytes.Buffer
+	slo := scaled(kc.slo(), kc.speed)
 	out, err := Run(context.Background(), Config{
-		Client: st.client(64), Workload: resolve(t, kc.workload), Seed: 1, SLO: scaled(kc.slo(), kc.speed),
-		MaxConcurrency: 32, Precision: 0.25, MinRequests: 100, Logger: testLogger(t),
+		Client: st.client(64), Workload: resolve(t, kc.workload), Seed: 1, SLO: slo,
+		MaxConcurrency: 32, Precision: 0.25, MinRequests: 100, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		Speeds: []float64{0.5},
 	})
 	t.Logf("took %s", time.Since(start).Round(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The SLO's bucket edges are the profile's, logged once: the speed's
+	// rerun judges thresholds kneewatch serve never sees.
+	if got, want := strings.Count(logs.String(), "is not a bucket edge of"), len(collector.CheckSLOEdges(out.Target.Engine, slo)); got != want {
+		t.Errorf("the sweep logged %d bucket-edge warnings, want the profile's SLO's %d", got, want)
 	}
 	prof := out.Profile
 	if err := prof.Validate(); err != nil {

@@ -109,6 +109,11 @@ type Config struct {
 	// Early is the sequential rule that lets a level stop before its window
 	// fills (nil means measure.DefaultEarly; the zero Early never stops early).
 	Early *measure.Early
+
+	// modelVariant marks the rerun of a model's variant (see modelKnee):
+	// its SLO is the profile's, or one a speed scaled that kneewatch serve
+	// never judges, so the profile's SLO edges are not logged again.
+	modelVariant bool
 }
 
 func (cfg *Config) early() measure.Early {
@@ -194,7 +199,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		"probe_ttft", target.Probe.TTFT.Round(time.Microsecond), "probe_tokens", target.Probe.OutputTokens, "engine", target.Engine, "gpu", target.GPU)
 	// The sweep measures latency client-side, exactly; the profile's SLO
 	// is later judged on the engine's buckets by kneewatch serve.
-	collector.LogSLOEdges(log, target.Engine, cfg.SLO, "applies_to", "kneewatch serve's attainment of this profile's SLO")
+	if !cfg.modelVariant {
+		collector.LogSLOEdges(log, target.Engine, cfg.SLO, "applies_to", "kneewatch serve's attainment of this profile's SLO")
+	}
 
 	out := &Outcome{Target: target, Started: clock()}
 	ramp := target.Probe.E2E
