@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -425,9 +426,25 @@ func validationSetup(t *testing.T, presetName, wl string) (Preset, *workload.Gen
 	// Trials shorter than the defaults (5m + 20m) keep the test within
 	// minutes; the model and the truth are measured alike.
 	cfg := KneeConfig{Engine: Config{Preset: p}, Workload: base, SLO: slo, MaxConcurrency: p.MaxNumSeqs, Seed: 1,
-		Clock: fixedClock, Arrivals: knee.ArrivalsPoisson, MixScales: knee.DefaultMixScales,
+		Clock: fixedClock, Arrivals: knee.ArrivalsPoisson, MixScales: validationMixScales(t),
 		OpenLoop: OpenLoopConfig{Warmup: time.Minute, Steady: 5 * time.Minute}}
 	return p, base, cfg, true
+}
+
+// validationMixScales are the mixes the validated model is fitted to:
+// knee.DefaultMixScales, or KNEEWATCH_MIX_VALIDATION_SCALES (as
+// --mix-scales takes them, e.g. quick) to measure another grid's error at
+// the same held-out mixes. The error bounds are the default grid's.
+func validationMixScales(t *testing.T) []knee.MixScale {
+	v := os.Getenv("KNEEWATCH_MIX_VALIDATION_SCALES")
+	if v == "" {
+		return knee.DefaultMixScales
+	}
+	scales, err := knee.ParseMixScales(v)
+	if err != nil {
+		t.Errorf("KNEEWATCH_MIX_VALIDATION_SCALES: %v", err)
+	}
+	return scales
 }
 
 // trueKneeAt is the knee search of cfg run on gen's mix, without a mix
