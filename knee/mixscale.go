@@ -46,7 +46,7 @@ var DefaultMixScales = []MixScale{
 // the fit: an 8B/L4 summarize deployment then read its knee's rate as
 // rising with longer prompts (2026-12-07). Further out it is the coarser
 // model: at the simulator's held-out mixes (prompts or outputs ×3,
-// blends, lighter mixes, minorities) its knee rate's p90 error was 38–92%
+// blends, lighter mixes, minorities) its knee rate's p90 error was 66–92%
 // where the default grid's was 36–58% (TestMixModelPredictsKneesAtMixes-
 // ItWasNotFittedTo with KNEEWATCH_MIX_VALIDATION_SCALES=quick).
 var QuickMixScales = []MixScale{{2, 1}, {1, 2}, {0.5, 0.5}}
