@@ -87,6 +87,15 @@ func ParseMixScales(s string) ([]MixScale, error) {
 	return out, nil
 }
 
+// FormatMixScales is scales as ParseMixScales reads them: "2:1,1:2,0.5:0.5".
+func FormatMixScales(scales []MixScale) string {
+	parts := make([]string, len(scales))
+	for i, m := range scales {
+		parts[i] = m.String()
+	}
+	return strings.Join(parts, ",")
+}
+
 func scaleFactor(s string) (float64, error) {
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil || !(f > 0) || math.IsInf(f, 0) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
 )
@@ -70,11 +71,17 @@ func (cfg *Config) withMixModel(ctx context.Context, out *Outcome) error {
 	if err := withModel.Validate(); err != nil {
 		return fmt.Errorf("the profile with its mix model does not validate: %w", err)
 	}
-	// The sweep ends with its model's knees: the profile says when.
-	out.Finished = cfg.Clock()
-	withModel.Sweep.FinishedAt = out.Finished.UTC()
-	out.Profile = &withModel
+	out.withModel(&withModel, cfg.Clock())
 	return nil
+}
+
+// withModel makes p, the profile with a model attached, the outcome's, and
+// the sweep finished at now: a sweep ends with its models' knees, and the
+// profile says when.
+func (out *Outcome) withModel(p *knee.Profile, now time.Time) {
+	out.Finished = now
+	p.Sweep.FinishedAt = now.UTC()
+	out.Profile = p
 }
 
 // modelKnee runs the whole search again for a model's variant (sub: the

@@ -92,12 +92,16 @@ func fixedPoissonOutcome() *Outcome {
 	return out
 }
 
+// poissonReportInfo is what the Poisson reports' golden files were
+// written for.
+var poissonReportInfo = ReportInfo{
+	Target: "http://10.0.0.7:8000/v1", Model: "meta-llama/Llama-3.1-8B-Instruct", Workload: "chat",
+	SLO: knee.SLO{TTFT: knee.Duration(500 * time.Millisecond), TPOT: knee.Duration(30 * time.Millisecond), Quantile: 0.99},
+}
+
 func TestAPoissonReportShowsEachTrialAndBothKneesMatchingTheGoldenFile(t *testing.T) {
 	var b bytes.Buffer
-	err := WriteReport(&b, fixedPoissonOutcome(), ReportInfo{
-		Target: "http://10.0.0.7:8000/v1", Model: "meta-llama/Llama-3.1-8B-Instruct", Workload: "chat",
-		SLO: knee.SLO{TTFT: knee.Duration(500 * time.Millisecond), TPOT: knee.Duration(30 * time.Millisecond), Quantile: 0.99},
-	})
+	err := WriteReport(&b, fixedPoissonOutcome(), poissonReportInfo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,10 +145,7 @@ func TestAPoissonReportWithRepeatedSearchesMatchesTheGoldenFile(t *testing.T) {
 	out.OpenLoopReason = "2 rate searches kept up to 5.664, 1.888 requests/s; the knee is the median search's"
 	out.Profile.Knee.Concurrency, out.Profile.Knee.RequestsPerSecond = 1.4, 1.888
 	var b bytes.Buffer
-	err := WriteReport(&b, out, ReportInfo{
-		Target: "http://10.0.0.7:8000/v1", Model: "meta-llama/Llama-3.1-8B-Instruct", Workload: "chat",
-		SLO: knee.SLO{TTFT: knee.Duration(500 * time.Millisecond), TPOT: knee.Duration(30 * time.Millisecond), Quantile: 0.99},
-	})
+	err := WriteReport(&b, out, poissonReportInfo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,10 +168,7 @@ func TestAReportListsTheKneesItsModelsWereFittedTo(t *testing.T) {
 	p.SpeedModel = &knee.SpeedModel{Points: []knee.SpeedPoint{{Speed: 0.5, Concurrency: 3, RequestsPerSecond: 2.6}}}
 	out.Profile = &p
 	var b bytes.Buffer
-	err := WriteReport(&b, out, ReportInfo{
-		Target: "http://10.0.0.7:8000/v1", Model: "meta-llama/Llama-3.1-8B-Instruct", Workload: "chat",
-		SLO: knee.SLO{TTFT: knee.Duration(500 * time.Millisecond), TPOT: knee.Duration(30 * time.Millisecond), Quantile: 0.99},
-	})
+	err := WriteReport(&b, out, poissonReportInfo)
 	if err != nil {
 		t.Fatal(err)
 	}

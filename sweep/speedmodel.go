@@ -55,9 +55,6 @@ func (cfg *Config) withSpeedModel(ctx context.Context, out *Outcome) error {
 	if err := withModel.Validate(); err != nil {
 		return fmt.Errorf("the profile with its speed model does not validate: %w", err)
 	}
-	// The sweep ends with its model's knees: the profile says when.
-	out.Finished = cfg.Clock()
-	withModel.Sweep.FinishedAt = out.Finished.UTC()
-	out.Profile = &withModel
+	out.withModel(&withModel, cfg.Clock())
 	return nil
 }

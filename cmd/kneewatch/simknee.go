@@ -39,7 +39,7 @@ func runSimKnee(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"%s of which the SLO percentiles over the last %s must hold", sim.DefaultOpenLoopTick, knee.DefaultSLOWindow))
 	warmup := fs.Duration("open-loop-warmup", sim.DefaultOpenLoopWarmup, "with --arrivals poisson: how long each trial runs before it is judged")
 	mixScales := fs.String("mix-scales", "", "also measure the knee at the workload scaled by each PROMPT:OUTPUT factor pair\n"+
-		"(e.g. 2:1,1:2,2:2; \"quick\" for "+joinMixScales(knee.QuickMixScales)+", or \"default\" for "+joinMixScales(knee.DefaultMixScales)+") and add the\n"+
+		"(e.g. 2:1,1:2,2:2; \"quick\" for "+knee.FormatMixScales(knee.QuickMixScales)+", or \"default\" for "+knee.FormatMixScales(knee.DefaultMixScales)+") and add the\n"+
 		"mixModel the knee moves with when live traffic's mean prompt or output drifts; empty: none")
 	speedModel := fs.String("speed-model", "", "also measure the knee under the SLO's thresholds × each speed, a share of the GPU's\n"+
 		"(e.g. 0.8,0.5, or \"default\" for "+joinSpeeds(knee.DefaultSpeeds)+"), and add the speedModel: where the knee\n"+

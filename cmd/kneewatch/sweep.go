@@ -80,7 +80,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"(10 to 30; at concurrency 1, 2 and 4, two per worker and at least 4 well within the SLO) for a level\n"+
 		"below it, which is measured in full before the knee may rest on it; false: every level fills its window")
 	mixScales := fs.String("mix-scales", "", "after the knee, measure it again at the workload scaled by each PROMPT:OUTPUT factor pair\n"+
-		"(e.g. 2:1,1:2,2:2; \"quick\" for "+joinMixScales(knee.QuickMixScales)+", or \"default\" for "+joinMixScales(knee.DefaultMixScales)+") and add the mixModel\n"+
+		"(e.g. 2:1,1:2,2:2; \"quick\" for "+knee.FormatMixScales(knee.QuickMixScales)+", or \"default\" for "+knee.FormatMixScales(knee.DefaultMixScales)+") and add the mixModel\n"+
 		"the knee moves with when live traffic's mean prompt or output drifts; each pair is a whole sweep; empty: none")
 	speeds := fs.String("speed-model", "", "after the knee, measure it again under the SLO's thresholds × each speed, a share of the\n"+
 		"GPU's (e.g. 0.8,0.5, or \"default\" for "+joinSpeeds(knee.DefaultSpeeds)+"), and add the speedModel: where the knee lies\n"+
@@ -332,16 +332,6 @@ func readAPIKey(file string) (string, error) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// joinMixScales is the scales as --mix-scales takes them (sweep and sim
-// knee both list the defaults in their help).
-func joinMixScales(scales []knee.MixScale) string {
-	parts := make([]string, len(scales))
-	for i, s := range scales {
-		parts[i] = s.String()
-	}
-	return strings.Join(parts, ",")
 }
 
 // joinSpeeds is the speeds as --speed-model takes them (sweep and sim knee).

@@ -119,12 +119,13 @@ func (r *Report) suiteGoals(p func(string, ...any)) {
 			}
 		}
 		we := pooledWithoutModelsErrors(r.Results)
+		labels := r.withoutModelsLabels()
 		p("  Given the profile %s writes (%s): mean %.3f, p95 %.3f, max %.3f",
-			r.withoutModelsSweep(), r.withoutModelsCarries(), we.mean, we.p95, we.max)
+			labels.sweep, labels.carries, we.mean, we.p95, we.max)
 		if len(wover) > 0 {
 			p("; over the goal in %s", strings.Join(wover, ", "))
 		}
-		p(" (see \"%s\").\n", r.withoutModelsTitle())
+		p(" (see \"%s\").\n", labels.title)
 	}
 	p("- **The truth judged every moment:** %d of %d scrapes (%.2f%%) were unknown, all at the start of a run before %d\n",
 		kw.unknownTicks, kw.ticks, 100*float64(kw.unknownTicks)/float64(max(kw.ticks, 1)), knee.MinWindowRequests)
@@ -390,12 +391,13 @@ func (r *Report) suiteWithoutModelsTables(p func(string, ...any)) {
 	if !r.Options.WithoutModelsWhatIf || len(r.Results) == 0 {
 		return
 	}
-	p("### %s (test half)\n\n", r.withoutModelsTitle())
+	labels := r.withoutModelsLabels()
+	p("### %s (test half)\n\n", labels.title)
 	p("Everywhere above, kneewatch's profile carries a mix model (`--mix-scales default`) and a speed model\n")
 	p("(`--speed-model default`), each measured with more knee searches. `kneewatch sweep` measures neither unless asked.\n")
 	p("Here a second kneewatch, fed the same scrapes and judged against the same truth, is given the same profile\n")
 	if len(r.Options.WithoutModelsMixScales) > 0 {
-		p("as %s writes it: a mix model fitted to the truth's knees at those scales and its own mix only\n", r.withoutModelsSweep())
+		p("as %s writes it: a mix model fitted to the truth's knees at those scales and its own mix only\n", labels.sweep)
 		p("(after leaving out a mix whose knee rate rises above a lighter one's, as the sweep does), no speed model,\n")
 		p("and with the curve cut to the closed loop's doubling up to its first\n")
 	} else {
@@ -411,12 +413,8 @@ func (r *Report) suiteWithoutModelsTables(p func(string, ...any)) {
 	}
 	kw, wm := tallyOf(r.Results, DetectorKneewatchPage), tallyOf(r.Results, DetectorWithoutModelsPage)
 	e, we := pooledErrors(r.Results), pooledWithoutModelsErrors(r.Results)
-	givenTable(p, []givenRow{{"the profile with its models", kw, e}, {r.withoutModelsName(), wm, we}})
-	other := "without"
-	if len(r.Options.WithoutModelsMixScales) > 0 {
-		other = "with the mix model at " + mixScalesFlag(r.Options.WithoutModelsMixScales) + " only"
-	}
-	p("\n| family | headroom error p95: with the models | %s | kneewatch page, with: false, early, on time | %s |\n|---|---|---|---|---|\n", other, other)
+	givenTable(p, []givenRow{{"the profile with its models", kw, e}, {labels.name, wm, we}})
+	p("\n| family | headroom error p95: with the models | %s | kneewatch page, with: false, early, on time | %s |\n|---|---|---|---|---|\n", labels.column, labels.column)
 	for _, f := range suiteFamilies {
 		fs := r.familyResults(f.name)
 		if len(fs) == 0 {
@@ -450,45 +448,25 @@ func givenTable(p func(string, ...any), rows []givenRow) {
 	}
 }
 
-// withoutModelsTitle is the heading of the without-models what-if's
-// section: without models, or with only the mix model at
+// withoutModelsLabels names the without-models what-if in the report:
+// the profile without models, or with only the mix model fitted at
 // Options.WithoutModelsMixScales.
-func (r *Report) withoutModelsTitle() string {
-	if len(r.Options.WithoutModelsMixScales) == 0 {
-		return "kneewatch given a profile without models"
-	}
-	return "kneewatch given a profile with a mix model at " + mixScalesFlag(r.Options.WithoutModelsMixScales) + " only"
+type withoutModelsLabels struct {
+	title   string // the section's heading
+	name    string // its row in the tables
+	column  string // its columns in the family table
+	sweep   string // the sweep that writes that profile
+	carries string // which models that profile carries
 }
 
-// withoutModelsName is the what-if's row name in its tables.
-func (r *Report) withoutModelsName() string {
-	if len(r.Options.WithoutModelsMixScales) == 0 {
-		return "the profile without models"
+func (r *Report) withoutModelsLabels() withoutModelsLabels {
+	scales := r.Options.WithoutModelsMixScales
+	if len(scales) == 0 {
+		return withoutModelsLabels{title: "kneewatch given a profile without models", name: "the profile without models",
+			column: "without", sweep: "a default `kneewatch sweep`", carries: "no mix or speed model"}
 	}
-	return "the profile with the mix model at " + mixScalesFlag(r.Options.WithoutModelsMixScales) + " only"
-}
-
-// withoutModelsSweep is the sweep whose profile the what-if is given.
-func (r *Report) withoutModelsSweep() string {
-	if len(r.Options.WithoutModelsMixScales) == 0 {
-		return "a default `kneewatch sweep`"
-	}
-	return "`kneewatch sweep --mix-scales " + mixScalesFlag(r.Options.WithoutModelsMixScales) + "`"
-}
-
-// withoutModelsCarries says which models that profile carries.
-func (r *Report) withoutModelsCarries() string {
-	if len(r.Options.WithoutModelsMixScales) == 0 {
-		return "no mix or speed model"
-	}
-	return "that mix model, no speed model"
-}
-
-// mixScalesFlag is scales as --mix-scales takes them.
-func mixScalesFlag(scales []knee.MixScale) string {
-	parts := make([]string, len(scales))
-	for i, s := range scales {
-		parts[i] = s.String()
-	}
-	return strings.Join(parts, ",")
+	at := knee.FormatMixScales(scales)
+	return withoutModelsLabels{title: "kneewatch given a profile with a mix model at " + at + " only",
+		name: "the profile with the mix model at " + at + " only", column: "with the mix model at " + at + " only",
+		sweep: "`kneewatch sweep --mix-scales " + at + "`", carries: "that mix model, no speed model"}
 }

@@ -37,11 +37,12 @@ func TestTheWithoutModelsWhatIfRefitsTheMixModelAtTheScalesGiven(t *testing.T) {
 
 func TestTheWithoutModelsWhatIfNamesTheScalesItKept(t *testing.T) {
 	r := &Report{Options: Options{WithoutModelsWhatIf: true}}
-	if got := r.withoutModelsTitle(); got != "kneewatch given a profile without models" {
+	if got := r.withoutModelsLabels().title; got != "kneewatch given a profile without models" {
 		t.Errorf("title without scales = %q", got)
 	}
 	r.Options.WithoutModelsMixScales = knee.QuickMixScales
-	for _, got := range []string{r.withoutModelsTitle(), r.withoutModelsName(), r.withoutModelsSweep()} {
+	l := r.withoutModelsLabels()
+	for _, got := range []string{l.title, l.name, l.sweep} {
 		if !strings.Contains(got, "2:1,1:2,0.5:0.5") {
 			t.Errorf("%q does not name the scales the mix model was fitted at", got)
 		}
