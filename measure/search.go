@@ -81,6 +81,21 @@ type Outcome struct {
 // level let one 70B seed take 11, and two changed nothing measured. So it
 // is not done.
 //
+// A longer step far below the knee was measured and not kept (make
+// bench-sweep with a scratch setting, 2026-12-07): ×4 instead of ×2 after a
+// good level whose margin, growing per doubling as it last grew, would
+// still be under 0.5 two doublings on. The full closed-loop searches took
+// 8% less time on each half (summed, A 355 → 328 min, B 281 → 259), every
+// knee the same but 8B/L4 chat loose's (94 → 98, out of ±10% of the
+// truth's 86). But the Poisson sweeps start from the first broken level,
+// which moved, and one sweep's knee of a slow deployment moves with its
+// start: half A's within ±10% went 9 → 8 of 14 (8B/L4 code loose −2% →
+// +14%), and the 70B/H200 code sweep that is over 20 min went 22m36s →
+// 20m45s. Under 0.8 it was 19m52s, but half B's Poisson knees within ±10%
+// went 11 → 10 and its closed loops took 1% longer. ×4 whenever the margin
+// was under 0.3: 8B/L4 summarize loose's closed loop went 59m → 1h31m,
+// its break at 16 leaving the bracket [4, 16) to refine.
+//
 // Search is pure: it never measures anything itself. Both `kneewatch sweep`
 // (HTTP against an endpoint) and the simulator's FindKnee (virtual time)
 // drive it, so the knee is searched for by one rule.
