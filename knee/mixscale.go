@@ -49,6 +49,18 @@ var DefaultMixScales = []MixScale{
 // blends, lighter mixes, minorities) its knee rate's p90 error was 66–92%
 // where the default grid's was 36–58% (TestMixModelPredictsKneesAtMixes-
 // ItWasNotFittedTo with KNEEWATCH_MIX_VALIDATION_SCALES=quick).
+//
+// Grids of four and five were measured against it and not kept
+// (2026-12-07). At the simulator's held-out mixes, 4:1,1:4,2:2,0.5:0.5
+// read the scaled mixes' knee rate nearly as well as the default grid
+// (median / p90 error 11% / 48%) and the blends' p90 at 56%, but on the
+// detection bench the halves disagreed: on the tune half the mix steps'
+// headroom error p95 went 0.294 → 0.234 and the ramps' 0.263 → 0.259, on
+// the test half 0.101 → 0.112 and 0.139 → 0.162 (kneewatch-bench
+// --without-models-mix-scales). 2:1,1:2,2:2,0.5:0.5 read the held-out
+// mixes about as quick does (scaled 23% / 77%, blends 16% / 61%), and
+// 2:1,1:2,4:1,1:4,0.5:0.5, with more terms to fit, read the blends worse
+// (28% / 85%).
 var QuickMixScales = []MixScale{{2, 1}, {1, 2}, {0.5, 0.5}}
 
 // ParseMixScales reads a comma-separated list of PROMPT:OUTPUT factors,
