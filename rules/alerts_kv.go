@@ -16,6 +16,7 @@ const (
 	signalPreemptions = "preemptions"
 	signalMixDrift    = "mix_drift"
 	signalEfficiency  = "throughput_efficiency"
+	signalSLOHeld     = "slo_held_past_knee"
 )
 
 // kvCachePressure fires when the KV cache is fuller than at the knee by a

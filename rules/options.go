@@ -249,7 +249,8 @@ type ProfileMissingOptions struct {
 // drifted from the profile's by more than MixDriftAbove, or the live curve is
 // off the profile: the replica makes fewer tokens at its load than its
 // profile did, so that throughput efficiency (load ratio ÷ effective-load
-// ratio, from the knee package's dimensions) is under EfficiencyBelow.
+// ratio, from the knee package's dimensions) is under EfficiencyBelow; or
+// the replica kept its SLO past its profile's knee (SLOHeldWindow).
 type ProfileDriftOptions struct {
 	MixDriftAbove   float64
 	EfficiencyBelow float64
@@ -258,7 +259,26 @@ type ProfileDriftOptions struct {
 	// read from.
 	LoadDimension          string
 	EffectiveLoadDimension string
-	For                    time.Duration
+	// SLOHeldWindow arms the third signal (0: off): the headroom the page
+	// reads (averaged over requests) under 0, past the profile's knee,
+	// while over the last SLOHeldWindow the replica finished at least
+	// SLOHeldMinRequests requests and kept every SLO's objective. Held For,
+	// that says the knee lies above the profile's: an operator's own sweep
+	// puts the knee's requests in flight anywhere from half to twice the
+	// truth's (docs/benchmarks/detection.md, "kneewatch given its own
+	// sweep"), and a profile too low pages on load the replica serves.
+	// On the detection bench (2026-12-07, both halves, 264 scenarios, a
+	// scratch hook that evaluated this alert beside the page): given the
+	// truth's own sweep it never fired; given an independent sweep
+	// (kneewatch sweep's trials, seed 2) once, on test scenario 106, a
+	// 70B/H200 RAG replica held at 0.86× its knee for 34 min 30 s whose
+	// profile put the knee at 0.61× the truth's requests in flight, 34
+	// min into the plateau. The bench holds no plateau much longer than
+	// that, so the signal, which needs half an hour, can show only there:
+	// it is a ticket for a replica that serves such load for hours.
+	SLOHeldWindow      time.Duration
+	SLOHeldMinRequests int
+	For                time.Duration
 }
 
 // TargetDownOptions tune KneewatchTargetDown (kneewatch_target_up 0 for an
@@ -485,6 +505,8 @@ func DefaultOptions() Options {
 			EfficiencyBelow:        0.80,
 			LoadDimension:          "load",
 			EffectiveLoadDimension: "effective_load",
+			SLOHeldWindow:          30 * time.Minute,
+			SLOHeldMinRequests:     100,
 			For:                    30 * time.Minute,
 		},
 		TargetDown: TargetDownOptions{For: 5 * time.Minute},

@@ -9,19 +9,48 @@ import (
 // pageExpr generates the rules with o and returns the page's expression.
 func pageExpr(t *testing.T, o Options) string {
 	t.Helper()
+	return alertExpr(t, o, AlertHeadroomExhausted)
+}
+
+// alertExpr generates the rules with o and returns the named alert's
+// expression.
+func alertExpr(t *testing.T, o Options, alert string) string {
+	t.Helper()
 	groups, err := Generate(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range groups {
 		for _, r := range g.Rules {
-			if r.Alert == AlertHeadroomExhausted {
+			if r.Alert == alert {
 				return r.Expr
 			}
 		}
 	}
-	t.Fatalf("no %s in the generated rules", AlertHeadroomExhausted)
+	t.Fatalf("no %s in the generated rules", alert)
 	return ""
+}
+
+func TestTheSLOHeldSignalReadsThePagesHeadroomAndTurnsOff(t *testing.T) {
+	o := DefaultOptions()
+	expr := alertExpr(t, o, AlertKneeProfileDrift)
+	for _, want := range []string{signalSLOHeld, RecordSustainedHeadroom, "increase(kneewatch_replica_slo_good_requests_total[30m])"} {
+		if !strings.Contains(expr, want) {
+			t.Errorf("the drift alert does not read %s:\n%s", want, expr)
+		}
+	}
+	o.HeadroomExhausted.SustainRequests, o.HeadroomExhausted.QuickRequests = 0, 0
+	if expr := alertExpr(t, o, AlertKneeProfileDrift); strings.Contains(expr, RecordSustainedHeadroom) || !strings.Contains(expr, "kneewatch_replica_headroom_ratio") {
+		t.Errorf("with a page on the exported headroom the signal still reads the sustained one:\n%s", expr)
+	}
+	o = DefaultOptions()
+	o.ProfileDrift.SLOHeldWindow = 0
+	if expr := alertExpr(t, o, AlertKneeProfileDrift); strings.Contains(expr, signalSLOHeld) {
+		t.Errorf("SLOHeldWindow 0 left the signal in:\n%s", expr)
+	}
+	if ps := RunbookParameters(o)[AlertKneeProfileDrift]; len(ps) != 3 {
+		t.Errorf("with the signal off the runbook states %v, want only the other signals' numbers", ps)
+	}
 }
 
 func TestPageArmsHoldForTheirOwnTime(t *testing.T) {

@@ -36,7 +36,7 @@ func RunbookParameters(o Options) map[string][]string {
 		AlertProbeSuccessLow:    {pct(o.Probes.SuccessBelow), dur(o.Probes.SuccessWindow), dur(o.Probes.SuccessFor)},
 		AlertFleetCapacityLow:   {dur(o.Fleet.For)},
 		AlertKneeProfileMissing: {dur(o.ProfileMissing.For)},
-		AlertKneeProfileDrift:   {dur(o.ProfileDrift.For), pct(o.ProfileDrift.MixDriftAbove), pct(o.ProfileDrift.EfficiencyBelow)},
+		AlertKneeProfileDrift:   profileDriftParameters(o),
 		AlertTargetDown:         {dur(o.TargetDown.For)},
 		AlertAbsent:             {dur(o.Absent.For)},
 	}
@@ -93,4 +93,15 @@ func keepFiringParameter(d time.Duration) []string {
 		return nil
 	}
 	return []string{dur(d)}
+}
+
+// profileDriftParameters are KneewatchKneeProfileDrift's numbers: its
+// three signals' thresholds and its for.
+func profileDriftParameters(o Options) []string {
+	d := o.ProfileDrift
+	ps := []string{dur(d.For), pct(d.MixDriftAbove), pct(d.EfficiencyBelow)}
+	if d.SLOHeldWindow > 0 {
+		ps = append(ps, dur(d.SLOHeldWindow), fmt.Sprintf("%d requests", d.SLOHeldMinRequests), pct(o.SLO.Objective))
+	}
+	return ps
 }

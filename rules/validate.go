@@ -142,6 +142,10 @@ func (o Options) Validate() error {
 	labelValue(&p, "ProfileDrift.LoadDimension", d.LoadDimension)
 	labelValue(&p, "ProfileDrift.EffectiveLoadDimension", d.EffectiveLoadDimension)
 	notNegative(&p, "ProfileDrift.For", d.For)
+	notNegative(&p, "ProfileDrift.SLOHeldWindow", d.SLOHeldWindow)
+	if d.SLOHeldWindow > 0 && d.SLOHeldMinRequests < 1 {
+		p.add("ProfileDrift.SLOHeldMinRequests", "must be at least 1 with SLOHeldWindow set, got %d", d.SLOHeldMinRequests)
+	}
 
 	notNegative(&p, "TargetDown.For", o.TargetDown.For)
 	checkAbsentSelector(&p, pp, o.Absent.Selector)

@@ -53,6 +53,10 @@ func TestInvalidOptionsAreRejectedNamingTheField(t *testing.T) {
 			o.HeadroomExhausted.SustainRequests = 100
 			o.HeadroomExhausted.SustainWindows = []time.Duration{2 * time.Minute}
 		}, "HeadroomExhausted.SustainWindows: needs at least two windows to choose from, got [2m0s]"},
+		{"an SLO-held window with no requests to judge it", func(o *Options) { o.ProfileDrift.SLOHeldMinRequests = 0 },
+			"ProfileDrift.SLOHeldMinRequests: must be at least 1 with SLOHeldWindow set, got 0"},
+		{"a negative SLO-held window", func(o *Options) { o.ProfileDrift.SLOHeldWindow = -time.Minute },
+			"ProfileDrift.SLOHeldWindow: must not be negative, got -1m0s"},
 		{"a negative for duration", func(o *Options) { o.Fleet.For = -time.Minute },
 			"Fleet.For: must not be negative, got -1m0s"},
 		{"a sub-millisecond duration", func(o *Options) { o.TargetDown.For = time.Microsecond },

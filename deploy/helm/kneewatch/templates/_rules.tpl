@@ -1133,18 +1133,54 @@ groups:
           summary: Replica {{`{{ $labels.replica }}`}} has no knee profile
       - alert: KneewatchKneeProfileDrift
         expr: |-
-          label_replace(kneewatch_replica_mix_drift_ratio > 0.3, "signal", "mix_drift", "", "")
+          (
+              label_replace(kneewatch_replica_mix_drift_ratio > 0.3, "signal", "mix_drift", "", "")
+            or
+              label_replace(
+                  (
+                      kneewatch_replica_knee_load_ratio{dimension="load"}
+                    / ignoring (dimension)
+                      kneewatch_replica_knee_load_ratio{dimension="effective_load"}
+                  )
+                <
+                  0.8,
+                "signal",
+                "throughput_efficiency",
+                "",
+                ""
+              )
+          )
           or
           label_replace(
+              (kneewatch:replica_headroom_ratio:sustained < 0)
+            and on (replica, model, profile, namespace, pod, cluster)
               (
-                  kneewatch_replica_knee_load_ratio{dimension="load"}
-                / ignoring (dimension)
-                  kneewatch_replica_knee_load_ratio{dimension="effective_load"}
-              )
-            <
-              0.8,
+                  (
+                      max by (replica, model, profile, namespace, pod, cluster) (
+                        increase(kneewatch_replica_requests_total[30m])
+                      )
+                    >=
+                      100
+                  )
+                and on (replica, model, profile, namespace, pod, cluster)
+                  (
+                      min by (replica, model, profile, namespace, pod, cluster) (
+                        max by (replica, model, profile, namespace, pod, cluster, slo) (
+                          increase(kneewatch_replica_slo_good_requests_total[30m])
+                        )
+                      )
+                    >= on (replica, model, profile, namespace, pod, cluster)
+                      (
+                          {{ $p.slo_objective.num }}
+                        *
+                          max by (replica, model, profile, namespace, pod, cluster) (
+                            increase(kneewatch_replica_requests_total[30m])
+                          )
+                      )
+                  )
+              ),
             "signal",
-            "throughput_efficiency",
+            "slo_held_past_knee",
             "",
             ""
           )
@@ -1153,7 +1189,7 @@ groups:
           severity: warning
         annotations:
           dashboard_url: /d/kneewatch-replica?var-model={{`{{ $labels.model | urlquery }}`}}&var-replica={{`{{ $labels.replica | urlquery }}`}}
-          description: '{{`{{ if eq $labels.signal "mix_drift" }}`}}The request mix of replica {{`{{ $labels.replica }}`}} (model {{`{{ $labels.model }}`}}) is {{`{{ $value | humanizePercentage }}`}} away from its profile''s (mean prompt or output tokens), above 30%{{`{{ else }}`}}Replica {{`{{ $labels.replica }}`}} (model {{`{{ $labels.model }}`}}) makes {{`{{ $value | humanizePercentage }}`}} of the output tokens its profile predicts at this load, under 80%{{`{{ end }}`}}, for 30m. Its knee has moved: re-sweep it.'
+          description: '{{`{{ if eq $labels.signal "mix_drift" }}`}}The request mix of replica {{`{{ $labels.replica }}`}} (model {{`{{ $labels.model }}`}}) is {{`{{ $value | humanizePercentage }}`}} away from its profile''s (mean prompt or output tokens), above 30%{{`{{ else if eq $labels.signal "slo_held_past_knee" }}`}}Replica {{`{{ $labels.replica }}`}} (model {{`{{ $labels.model }}`}}) has kept its latency SLO ({{ $p.slo_objective.pct }} of at least 100 requests over 30m) with its headroom, averaged as the page reads it, at {{`{{ $value | humanizePercentage }}`}}, past its profile''s knee{{`{{ else }}`}}Replica {{`{{ $labels.replica }}`}} (model {{`{{ $labels.model }}`}}) makes {{`{{ $value | humanizePercentage }}`}} of the output tokens its profile predicts at this load, under 80%{{`{{ end }}`}}, for 30m. Its knee has moved: re-sweep it.'
           runbook_url: https://github.com/kneewatch/kneewatch/blob/main/docs/runbooks/KneewatchKneeProfileDrift.md
           summary: The knee profile of replica {{`{{ $labels.replica }}`}} no longer fits it
       - alert: KneewatchTargetDown
