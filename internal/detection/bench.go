@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kneewatch/kneewatch/rules"
 	"log/slog"
 	"os"
 	"runtime"
@@ -91,6 +92,10 @@ type Options struct {
 	// model, and a poisson profile's curve cut to the doubling
 	// (asDoublingSweep). Its page is scored as DetectorWithoutModelsPage.
 	WithoutModelsWhatIf bool
+	// ProfileDriftFirings also evaluates KneewatchKneeProfileDrift, a
+	// ticket and no detector, over kneewatch's series and each what-if's,
+	// and records its firings (ScenarioResult.ProfileDrift).
+	ProfileDriftFirings bool
 	// WithoutModelsMixScales, when set, gives the without-models what-if a
 	// mix model after all: fitted (knee.FitMixModel, after
 	// knee.LeaveOutRisingMixPoints, as the sweep fits its own) to the
@@ -230,4 +235,13 @@ feed:
 	}
 	rep := &Report{Options: o, Results: results, Elapsed: time.Since(started)}
 	return rep, nil
+}
+
+// extraAlerts are the shipped alerts evaluated beside the detectors' (see
+// ProfileDriftFirings).
+func (o Options) extraAlerts() []string {
+	if o.ProfileDriftFirings {
+		return []string{rules.AlertKneeProfileDrift}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package detection
 import (
 	"context"
 	"fmt"
+	"github.com/kneewatch/kneewatch/rules"
 	"math"
 	"time"
 
@@ -58,9 +59,12 @@ type ScenarioResult struct {
 	// WithoutModels is kneewatch given the profile without its mix and
 	// speed models, when Options.WithoutModelsWhatIf is set.
 	WithoutModels *WhatIfResult
-	Requests      int
-	Steps         int
-	Elapsed       time.Duration
+	// ProfileDrift are KneewatchKneeProfileDrift's firings, when
+	// Options.ProfileDriftFirings is set.
+	ProfileDrift []Firing
+	Requests     int
+	Steps        int
+	Elapsed      time.Duration
 }
 
 // runScenario simulates one scenario, feeds every scrape through kneewatch
@@ -91,7 +95,7 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache,
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
-	groups, err := detectorRules(sc.Deployment, o.PageVariants)
+	groups, err := detectorRules(sc.Deployment, o.PageVariants, o.extraAlerts()...)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
@@ -184,6 +188,7 @@ func runScenario(ctx context.Context, sc *Scenario, o Options, knees *kneeCache,
 	if err := eval.evalEvery(ctx, o.EvalInterval, sc.Duration); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
+	res.ProfileDrift = eval.firings(rules.AlertKneeProfileDrift)
 
 	res.Truth = groundTruth(tr, truthCfg)
 	for _, p := range res.Truth {

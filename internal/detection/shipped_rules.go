@@ -15,8 +15,8 @@ import (
 // through, in evaluation order: the recording rules kneewatch's chosen
 // alerts read and those alerts, exactly as rules.Generate ships them with
 // its default options, then the baselines for the deployment's SLO.
-func detectorRules(dep Deployment, variants []PageVariant) ([]rulefmt.RuleGroup, error) {
-	shipped, err := shippedRules()
+func detectorRules(dep Deployment, variants []PageVariant, extra ...string) ([]rulefmt.RuleGroup, error) {
+	shipped, err := shippedRules(extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -91,8 +91,8 @@ func variantRules(variants []PageVariant) (rulefmt.RuleGroup, error) {
 
 // shippedRules picks kneewatch's generated alerts the detectors use and
 // every recording rule they read, directly or through other recording rules.
-func shippedRules() ([]rulefmt.RuleGroup, error) {
-	var want []string
+func shippedRules(extra ...string) ([]rulefmt.RuleGroup, error) {
+	want := slices.Clone(extra)
 	for _, d := range Detectors() {
 		if d.Shipped {
 			want = append(want, d.Alerts...)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kneewatch/kneewatch/rules"
 	"math"
 	"slices"
 	"time"
@@ -26,6 +27,9 @@ type WhatIfResult struct {
 	// Scores are kneewatch's page and warning evaluated over the what-if's
 	// exported series.
 	Scores []DetectorScore
+	// ProfileDrift are KneewatchKneeProfileDrift's firings over the
+	// what-if's series, when Options.ProfileDriftFirings is set.
+	ProfileDrift []Firing
 	// Inferred and Headroom compare its headroom with the truth; Errors
 	// are the compared scrapes' errors, for pooling over scenarios.
 	Inferred []float64
@@ -286,7 +290,7 @@ func (w *profileWhatIf) scrape(at time.Time, engine, dcgm map[string]*dto.Metric
 // finish evaluates kneewatch's shipped rules over the what-if's series and
 // scores its page and warning against the run's breaches.
 func (w *profileWhatIf) finish(ctx context.Context, res *ScenarioResult, o Options) (*WhatIfResult, error) {
-	groups, err := shippedRules()
+	groups, err := shippedRules(o.extraAlerts()...)
 	if err != nil {
 		return nil, err
 	}
@@ -304,6 +308,7 @@ func (w *profileWhatIf) finish(ctx context.Context, res *ScenarioResult, o Optio
 		}
 	}
 	w.result.Scores = eval.scores(ds, res.Breaches, res.Scenario.Duration)
+	w.result.ProfileDrift = eval.firings(rules.AlertKneeProfileDrift)
 	w.result.Headroom = headroomError(w.result.Inferred, res.Truth, int(o.Window/o.ScrapeInterval))
 	w.result.Errors = headroomErrors(w.result.Inferred, res.Truth, int(o.Window/o.ScrapeInterval))
 	return w.result, nil
