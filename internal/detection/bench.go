@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kneewatch/kneewatch/rules"
 	"log/slog"
 	"os"
 	"runtime"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/rules"
 )
 
 // BenchTruthGridSeeds is Options.TruthGridSeeds of the bench's report

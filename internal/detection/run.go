@@ -3,7 +3,6 @@ package detection
 import (
 	"context"
 	"fmt"
-	"github.com/kneewatch/kneewatch/rules"
 	"math"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/kneewatch/kneewatch/catalog"
 	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
+	"github.com/kneewatch/kneewatch/rules"
 )
 
 // ScenarioResult is everything measured in one scenario.

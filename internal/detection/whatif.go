@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kneewatch/kneewatch/rules"
 	"math"
 	"slices"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/kneewatch/kneewatch/internal/sim"
 	"github.com/kneewatch/kneewatch/knee"
 	"github.com/kneewatch/kneewatch/measure"
+	"github.com/kneewatch/kneewatch/rules"
 	"github.com/kneewatch/kneewatch/sweep"
 )
 
