@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/prometheus/prometheus/model/rulefmt"
-	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/kneewatch/kneewatch/catalog"
 	"github.com/kneewatch/kneewatch/pql"
@@ -33,11 +32,8 @@ func (g *generator) pastKnee() rulefmt.Rule {
 	o := g.o.PastKnee
 	by := g.replicaBy()
 	window := g.o.HeadroomExhausted.SustainBaseWindow
-	increase := func(d catalog.MetricDesc, by []string) parser.Expr {
-		return pql.MaxBy(by, pql.Call("increase", pql.Matrix(g.kw(d), window)))
-	}
-	finished := increase(catalog.MetricReplicaRequests, by)
-	bad := pql.Sub(finished, increase(catalog.MetricReplicaGoodRequests, g.replicaBy("slo")), pql.On(by...), pql.GroupRight())
+	finished := g.increaseBy(catalog.MetricReplicaRequests, window, by)
+	bad := pql.Sub(finished, g.increaseBy(catalog.MetricReplicaGoodRequests, window, g.replicaBy("slo")), pql.On(by...), pql.GroupRight())
 	budget := complement(g.o.SLO.Objective)
 	missing := pql.Gt(pql.Gte(bad, pql.Num(2)), pql.Mul(pql.Num(budget), finished), pql.On(by...), pql.GroupLeft())
 	return g.alert(alertSpec{

@@ -76,11 +76,8 @@ func (g *generator) sloHeldPastKnee() parser.Expr {
 	if g.o.HeadroomExhausted.SustainRequests > 0 {
 		read = g.recorded(recSustainedHeadroom)
 	}
-	increase := func(d catalog.MetricDesc, by []string) parser.Expr {
-		return pql.MaxBy(by, pql.Call("increase", pql.Matrix(g.kw(d), o.SLOHeldWindow)))
-	}
-	finished := increase(catalog.MetricReplicaRequests, by)
-	worstGood := pql.MinBy(by, increase(catalog.MetricReplicaGoodRequests, g.replicaBy("slo")))
+	finished := g.increaseBy(catalog.MetricReplicaRequests, o.SLOHeldWindow, by)
+	worstGood := pql.MinBy(by, g.increaseBy(catalog.MetricReplicaGoodRequests, o.SLOHeldWindow, g.replicaBy("slo")))
 	held := pql.And(
 		pql.Gte(finished, pql.Num(float64(o.SLOHeldMinRequests))),
 		pql.Gte(worstGood, pql.Mul(pql.Num(g.o.SLO.Objective), finished), pql.On(by...)),

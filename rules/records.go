@@ -231,7 +231,7 @@ func (g *generator) sustainedHeadroom(requests int, ws []time.Duration) parser.E
 		if w == 0 {
 			w = o.SustainBaseWindow
 		}
-		finished := pql.MaxBy(g.replicaBy(), pql.Call("increase", pql.Matrix(g.kw(catalog.MetricReplicaRequests), w)))
+		finished := g.increaseBy(catalog.MetricReplicaRequests, w, g.replicaBy())
 		return pql.Binary(parser.GTE, finished, pql.Num(float64(n)))
 	}
 	var arms []parser.Expr
@@ -243,6 +243,12 @@ func (g *generator) sustainedHeadroom(requests int, ws []time.Duration) parser.E
 		last = pql.And(last, enough(ws[len(ws)-1], floor), pql.On(g.replicaBy()...))
 	}
 	return pql.AnyOf(append(arms, last)...)
+}
+
+// increaseBy is a kneewatch counter's increase over w, deduped to one
+// series per by (two kneewatch instances in HA count the same requests).
+func (g *generator) increaseBy(d catalog.MetricDesc, w time.Duration, by []string) parser.Expr {
+	return pql.MaxBy(by, pql.Call("increase", pql.Matrix(g.kw(d), w)))
 }
 
 // perReplica dedups a kneewatch gauge to one series per replica, so fleet
