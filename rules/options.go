@@ -268,7 +268,7 @@ type ProfileDriftOptions struct {
 	// truth's (docs/benchmarks/detection.md, "kneewatch given its own
 	// sweep"), and a profile too low pages on load the replica serves.
 	// On the detection bench (2026-12-07, both halves, 264 scenarios, with
-	// internal/detection's Options.ProfileDriftFirings): given the
+	// internal/detection's TestProfileDriftFiringsOverTheSuite): given the
 	// truth's own sweep it never fired; given an independent sweep
 	// (kneewatch sweep's trials, seed 2) once, on test scenario 106, a
 	// 70B/H200 RAG replica held at 0.86× its knee for 34 min 30 s whose

@@ -126,8 +126,14 @@ type mixRow struct {
 	// The errors of the knee held at the lightest measured mix's (the rule
 	// before lighter mixes raised it), for a mix lighter than any measured.
 	heldC, heldR float64
-	kind         int
-	note         string
+	// For a blend: the true knee of the deployment's own mix scaled to the
+	// blend's means, against the blend's (meansC, meansR: the most a model
+	// of the means could get right), and the model against it (fitC, fitR:
+	// how well the model reads the means). Unknown (NaN) for other mixes,
+	// and where the scaled mix has no knee.
+	meansC, meansR, fitC, fitR float64
+	kind                       int
+	note                       string
 }
 
 // TestMixModelPredictsKneesAtMixesItWasNotFittedTo measures, for every
@@ -135,7 +141,10 @@ type mixRow struct {
 // (knee.DefaultMixScales), then the true knee at mixes the model was not
 // fitted to, and compares it with the knee Evaluate moves to for traffic
 // with those mixes' mean prompt and output. It prints the table and
-// asserts the error bounds measured when the model was chosen.
+// asserts the error bounds measured when the model was chosen. For every
+// blend it also finds the knee of the deployment's own mix scaled to the
+// blend's means (kneeAtTheMeans), which splits the model's error into
+// what the means cannot say about a blend and how the model reads them.
 func TestMixModelPredictsKneesAtMixesItWasNotFittedTo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a Poisson knee search for every preset, workload and mix (about 1.5 min on 2 cores)")
@@ -163,9 +172,9 @@ func TestMixModelPredictsKneesAtMixesItWasNotFittedTo(t *testing.T) {
 	fmt.Fprintf(&b, "\n%-22s %-12s %-22s %20s %7s %24s %7s\n", "preset", "workload", "held-out mix",
 		"knee in flight", "", "knee requests/s", "")
 	fmt.Fprintf(&b, "%-22s %-12s %-22s %9s %10s %7s %11s %12s %7s\n", "", "", "", "true", "model", "error", "true", "model", "error")
-	var errs, still, held, live, window [mixKinds][2][]float64 // [kind][concurrency, rate]
-	var readHigh, readHighLive, readHighWindow [mixKinds]int   // rates read 30% or more over the true knee's
-	high := 0                                                  // lighter mixes whose modelled knee in flight is over 1.3× the true one
+	var errs, still, held, live, window, means, fit [mixKinds][2][]float64 // [kind][concurrency, rate]
+	var readHigh, readHighLive, readHighWindow [mixKinds]int               // rates read 30% or more over the true knee's
+	high := 0                                                              // lighter mixes whose modelled knee in flight is over 1.3× the true one
 	for _, r := range rows {
 		if r.note != "" {
 			fmt.Fprintf(&b, "%-22s %-12s %-22s %s\n", r.preset, r.workload, r.mix, r.note)
@@ -178,6 +187,13 @@ func TestMixModelPredictsKneesAtMixesItWasNotFittedTo(t *testing.T) {
 			if r.windowC != r.liveC || r.windowR != r.liveR {
 				fmt.Fprintf(&b, " (without the history's tail: %+.0f%%, %+.0f%%)", 100*r.windowC, 100*r.windowR)
 			}
+		}
+		if !math.IsNaN(r.meansC) {
+			fmt.Fprintf(&b, "   a scaled mix at its means: %+.0f%%, %+.0f%%", 100*r.meansC, 100*r.meansR)
+			means[r.kind][0] = append(means[r.kind][0], math.Abs(r.meansC))
+			means[r.kind][1] = append(means[r.kind][1], math.Abs(r.meansR))
+			fit[r.kind][0] = append(fit[r.kind][0], math.Abs(r.fitC))
+			fit[r.kind][1] = append(fit[r.kind][1], math.Abs(r.fitR))
 		}
 		if r.kind == kindLighter {
 			fmt.Fprintf(&b, "   lighter than measured; held at the lightest: %+.0f%%, %+.0f%%", 100*r.heldC, 100*r.heldR)
@@ -223,10 +239,28 @@ func TestMixModelPredictsKneesAtMixesItWasNotFittedTo(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "%-13s rates read 30%% or more high: %d of %d from the means, %d read live, %d without the history's tail\n",
 			name, readHigh[kind], len(errs[kind][1]), readHighLive[kind], readHighWindow[kind])
+		if len(means[kind][0]) > 0 {
+			mc, pc, _ := summary(means[kind][0])
+			mr, pr, _ := summary(means[kind][1])
+			fc, gc, _ := summary(fit[kind][0])
+			fr, gr, _ := summary(fit[kind][1])
+			fmt.Fprintf(&b, "%-13s n=%d blends: the deployment's own mix scaled to a blend's means, against the blend, median / p90 |error| %.0f%% / %.0f%% in flight, %.0f%% / %.0f%% rate (what the means can say); the model against that scaled mix %.0f%% / %.0f%%, %.0f%% / %.0f%% (how it reads them)\n",
+				name, len(means[kind][0]), 100*mc, 100*pc, 100*mr, 100*pr, 100*fc, 100*gc, 100*fr, 100*gr)
+		}
 	}
 	fmt.Fprintf(&b, "lighter mixes whose modelled knee is over 1.3× the true one: %d of %d\n", high, len(errs[kindLighter][0]))
 	t.Log(b.String())
 
+	// The model reads a blend's means about as well as they can be read
+	// (2026-12-07: its knee rate against the scaled mix's, median / p90
+	// 9% / 24% on blends, 10% / 31% on minorities); a blend's error beyond
+	// that is the means' own (see docs/simulator.md).
+	for _, kind := range []int{kindBlend, kindMinority} {
+		if m, p, _ := summary(fit[kind][1]); len(fit[kind][1]) < 10 || m > 0.2 || p > 0.5 {
+			t.Errorf("%s: the model's knee rate against a scaled mix at the same means: median |error| %.2f (bound 0.20), p90 %.2f (bound 0.50), over %d",
+				mixKindNames[kind], m, p, len(fit[kind][1]))
+		}
+	}
 	// Bounds measured when the model was chosen (see knee.MixModel), with
 	// room for the presets' calibration to move.
 	for kind, name := range mixKindNames {
@@ -324,6 +358,13 @@ func validateMixModel(t *testing.T, presetName, wl string) []mixRow {
 		r.liveC, r.liveR = live.Knee.Concurrency/r.trueC-1, live.Knee.RequestsPerSecond/r.trueR-1
 		r.windowC, r.windowR = windowOnly.Knee.Concurrency/r.trueC-1, windowOnly.Knee.RequestsPerSecond/r.trueR-1
 		r.kind = h.kind(prof.MixModel, prof.Workload, q.Workload)
+		r.meansC, r.meansR, r.fitC, r.fitR = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		if h.share > 0 {
+			if at, ok := kneeAtTheMeans(cfg, base, p, prof.Workload, q.Workload); ok {
+				r.meansC, r.meansR = at.Concurrency/r.trueC-1, at.RequestsPerSecond/r.trueR-1
+				r.fitC, r.fitR = r.modelC/at.Concurrency-1, r.modelR/at.RequestsPerSecond-1
+			}
+		}
 		if r.kind == kindLighter {
 			c, rate, _ := heldAtLightest(prof.MixModel, prof.Workload, q.Workload)
 			r.heldC, r.heldR = c/r.trueC-1, rate/r.trueR-1
@@ -331,6 +372,22 @@ func validateMixModel(t *testing.T, presetName, wl string) []mixRow {
 		rows = append(rows, r)
 	}
 	return rows
+}
+
+// kneeAtTheMeans is the true knee of the deployment's own mix (base)
+// scaled to mix's means, as the profile's own served means (own) compare
+// with them: the knee a model that read the means perfectly would give a
+// blend. ok is false where that mix has no knee.
+func kneeAtTheMeans(cfg KneeConfig, base *workload.Generator, p Preset, own, mix knee.WorkloadInfo) (knee.Knee, bool) {
+	scaled, err := base.Scaled(mix.MeanPromptTokens/own.MeanPromptTokens, mix.MeanOutputTokens/own.MeanOutputTokens, p.MaxModelLen)
+	if err != nil {
+		return knee.Knee{}, false
+	}
+	q, err := trueKneeAt(cfg, scaled)
+	if err != nil {
+		return knee.Knee{}, false
+	}
+	return q.Knee, true
 }
 
 // liveReading is the knee Evaluate moves to for obs (a mix's means) as
