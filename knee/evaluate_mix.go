@@ -284,6 +284,17 @@ func shrinkBy(d, band float64) float64 {
 // A shift clear of chance at the requests it was read over (clear, see
 // Profile.MixShiftClear) is no window of lighter requests by chance, and
 // its rise counts whole.
+//
+// Tried and not kept (2026-12-07): the concurrency's rise whatever the
+// prompts wherever the replica made at least the tokens its curve expects
+// (throughput efficiency ≥ 1: no slowdown for this dimension to read).
+// It was aimed at an 8B/H100 RAG (loose) replica turning summarize
+// (seed 3 of the suite, test 214), whose true knee rose from 15 to 31 in
+// flight while this dimension read 1.5–2.6 against the profile's 15 at an
+// efficiency of 1.05–1.35 and paged falsely at 25:45. There it only moved
+// the page to 29:00 (the load dimension's moved knee, 22–24, was too low
+// as well), and on the tune half's mix families headroom error p95 went
+// 0.253 → 0.256 (mix-ramp) and 0.195 → 0.195 (mix-step), pages unchanged.
 func (s mixShift) speedKneeFactor(clear bool) float64 {
 	rise := min(s.concurrency, s.rate)
 	if s.prompt <= 1 {
