@@ -244,7 +244,7 @@ func TestMixModelPredictsKneesAtMixesItWasNotFittedTo(t *testing.T) {
 			mr, pr, _ := summary(means[kind][1])
 			fc, gc, _ := summary(fit[kind][0])
 			fr, gr, _ := summary(fit[kind][1])
-			fmt.Fprintf(&b, "%-13s n=%d blends: the deployment's own mix scaled to a blend's means, against the blend, median / p90 |error| %.0f%% / %.0f%% in flight, %.0f%% / %.0f%% rate (what the means can say); the model against that scaled mix %.0f%% / %.0f%%, %.0f%% / %.0f%% (how it reads them)\n",
+			fmt.Fprintf(&b, "%-13s the deployment's own mix scaled to each of %d blends' means, against the blend: median / p90 |error| %.0f%% / %.0f%% in flight, %.0f%% / %.0f%% rate (what the means can say); the model against that scaled mix %.0f%% / %.0f%%, %.0f%% / %.0f%% (how it reads them)\n",
 				name, len(means[kind][0]), 100*mc, 100*pc, 100*mr, 100*pr, 100*fc, 100*gc, 100*fr, 100*gr)
 		}
 	}
