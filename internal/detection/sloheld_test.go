@@ -60,7 +60,7 @@ func TestSLOHeldSignalOnLongPlateaus(t *testing.T) {
 		own := r.Resweep.Profile.Knee.Concurrency
 		fmt.Fprintf(&b, "| %d | %s %s | %d | %.1f, %.1f (%.2f) | %s | %s | %s |\n", r.Scenario.ID, r.Scenario.Name, r.Scenario.Description,
 			len(r.Breaches), r.Profile.Knee.Concurrency, own, own/r.Profile.Knee.Concurrency, heldAt(r.ProfileDrift), heldAt(r.Resweep.ProfileDrift),
-			headroomSummary(r.Resweep.Inferred, time.Hour))
+			headroomSummary(r.Resweep.Inferred, time.Hour, rep.Options.ScrapeInterval))
 		if at := heldAt(r.ProfileDrift); at != "" {
 			t.Errorf("scenario %d: the signal fired at %s given the truth's own sweep", r.Scenario.ID, at)
 		}
@@ -88,13 +88,13 @@ func suiteHalfFromEnv(t *testing.T, env string) []Scenario {
 }
 
 // headroomSummary is the mean, the share under 0 and the quartiles of the
-// exported headroom over the last d of a run (scraped every 5 s), where the
+// exported headroom over the last d of a run scraped every scrape interval, where the
 // plateaus the test holds longer sit: the signal reads the page's
 // sustained average, so this shows whether a miss is that average's
 // flicker about 0 or a headroom that is not past the knee at all.
-func headroomSummary(inferred []float64, d time.Duration) string {
+func headroomSummary(inferred []float64, d, scrape time.Duration) string {
 	var hs []float64
-	for _, h := range inferred[max(0, len(inferred)-int(d/(5*time.Second))):] {
+	for _, h := range inferred[max(0, len(inferred)-int(d/scrape)):] {
 		if !math.IsNaN(h) {
 			hs = append(hs, h)
 		}
