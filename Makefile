@@ -215,6 +215,10 @@ clean-tools:
 # on or checked against before: docs/benchmarks/detection-fresh-draw.md and
 # detection-fresh-draw-3.md, about 9 minutes each. One draw's mix families read
 # far better than the next one's, so a change is judged on both.
+# bench-detection-draws runs the test half drawn with seeds 1 to 5 together, without
+# the regressions and the what-ifs, and reports each draw's goal figures, every
+# family's headroom error draw by draw, and the fresh draws (2 to 5) pooled:
+# docs/benchmarks/detection-draws.md.
 # bench-sweep times the sweep's closed-loop search in virtual time over every
 # suite deployment, with sequential stopping and with fixed windows.
 .PHONY: bench-sweep
@@ -240,6 +244,11 @@ bench-detection-fresh:
 	mkdir -p docs/benchmarks
 	KNEEWATCH_BENCH_VIA_MAKE=bench-detection-fresh $(GO) run ./cmd/kneewatch-bench --suite test --suite-seed 2 --out docs/benchmarks/detection-fresh-draw.md
 	KNEEWATCH_BENCH_VIA_MAKE=bench-detection-fresh $(GO) run ./cmd/kneewatch-bench --suite test --suite-seed 3 --out docs/benchmarks/detection-fresh-draw-3.md
+
+.PHONY: bench-detection-draws
+bench-detection-draws:
+	mkdir -p docs/benchmarks
+	KNEEWATCH_BENCH_VIA_MAKE=bench-detection-draws $(GO) run ./cmd/kneewatch-bench --suite test --suite-seeds 1,2,3,4,5 --out docs/benchmarks/detection-draws.md
 
 # Fuzz targets, each explored for FUZZTIME by scripts/fuzz.sh (crashers land
 # in the package's testdata/fuzz/<Fuzz…>/ and are rerun by every `go test`,

@@ -57,6 +57,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	withoutModelsMix := fs.String("without-models-mix-scales", "", "with --without-models: give that kneewatch a mix model after all, fitted to the truth's knees at these PROMPT:OUTPUT scales only (\"quick\", \"default\" or a list, as kneewatch sweep --mix-scales takes them): what a sweep with them measures (empty: none)")
 	truthSeeds := fs.Int("truth-grid-seeds", detection.BenchTruthGridSeeds, "on the suite half, the true knee under a mix share or a slowdown is the median of this many knee searches with different seeds (1: one search, as at nominal conditions)")
 	limit := fs.Int("limit", 0, "run only the first N scenarios of the suite half (0: all), for a quick look")
+	draws := fs.String("suite-seeds", "", "comma-separated suite seeds: run the --suite half drawn with each of them, together, without the regressions and the what-ifs, and write the report across draws instead (docs/benchmarks/detection-draws.md under `make bench-detection-draws`)")
+	checked := fs.String("checked-seeds", "1", "with --suite-seeds: the suite seeds whose draws changes were checked against before (the committed report's), reported apart from the fresh ones")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file, for `go tool pprof`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -72,6 +74,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *resweepTrials != "sweep" && *resweepTrials != "truth" {
 		return fmt.Errorf("--resweep-trials must be sweep or truth, got %q", *resweepTrials)
+	}
+	if *draws != "" {
+		return runDraws(ctx, drawsRun{half: *suite, seeds: *draws, checked: *checked, seed: *seed, truthSeeds: *truthSeeds, limit: *limit, out: *out},
+			args, stdout, stderr)
 	}
 	scenarios, err := pick(detection.Scenarios(), *only)
 	if err != nil {
@@ -220,8 +226,14 @@ func suiteHalf(name string, seed uint64, limit int) ([]detection.Scenario, error
 	return half, nil
 }
 
-// parseSeeds reads a comma-separated list of seeds ("" is none).
+// parseSeeds reads --other-seeds, a comma-separated list of seeds ("" is
+// none).
 func parseSeeds(list string) ([]uint64, error) {
+	return parseSeedList("--other-seeds", list)
+}
+
+// parseSeedList reads flag's comma-separated list of seeds ("" is none).
+func parseSeedList(flag, list string) ([]uint64, error) {
 	if strings.TrimSpace(list) == "" {
 		return nil, nil
 	}
@@ -229,7 +241,7 @@ func parseSeeds(list string) ([]uint64, error) {
 	for _, f := range strings.Split(list, ",") {
 		s, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
 		if err != nil || s == 0 {
-			return nil, fmt.Errorf("--other-seeds: %q is not a seed (a whole number ≥ 1)", f)
+			return nil, fmt.Errorf("%s: %q is not a seed (a whole number ≥ 1)", flag, f)
 		}
 		out = append(out, s)
 	}

@@ -22,6 +22,10 @@ func TestRunRejectsBadFlagsBeforeSimulatingAnything(t *testing.T) {
 		{"no truth grid search", []string{"--truth-grid-seeds", "0"}, "--truth-grid-seeds must be at least 1, got 0"},
 		{"an unknown way to run the resweep's trials", []string{"--resweep-trials", "long"}, `--resweep-trials must be sweep or truth, got "long"`},
 		{"no resweep searches", []string{"--resweep-searches", "0"}, `--resweep-searches must be 1 to 9, got 0`},
+		{"draws of the regressions", []string{"--suite-seeds", "2,3"}, "--suite-seeds draws a half of the generated suite: give --suite test or tune"},
+		{"a draw given twice", []string{"--suite", "test", "--suite-seeds", "2,3,2"}, "--suite-seeds: seed 2 is given twice"},
+		{"a zero suite seed", []string{"--suite", "test", "--suite-seeds", "2,0"}, `--suite-seeds: "0" is not a seed`},
+		{"a checked seed that is not a number", []string{"--suite", "test", "--suite-seeds", "2", "--checked-seeds", "one"}, `--checked-seeds: "one" is not a seed`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

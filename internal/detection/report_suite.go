@@ -150,13 +150,7 @@ func (r *Report) suiteDetectorTable(p func(string, ...any)) {
 
 // familyResults are the results of one family.
 func (r *Report) familyResults(name string) []*ScenarioResult {
-	var out []*ScenarioResult
-	for _, res := range r.Results {
-		if res.Scenario.Family == name {
-			out = append(out, res)
-		}
-	}
-	return out
+	return familyOf(r.Results, name)
 }
 
 func (r *Report) suiteFamilyTable(p func(string, ...any)) {
