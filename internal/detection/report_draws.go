@@ -11,9 +11,13 @@ import (
 	"time"
 )
 
-// drawsWorstDeployments is how many deployments the draws report lists,
-// those with the largest headroom error p95 over the fresh draws.
-const drawsWorstDeployments = 10
+// drawsWorstDeployments and drawsWorstScenarios are how many deployments
+// and scenarios the draws report lists, those with the largest headroom
+// error p95 over the fresh draws.
+const (
+	drawsWorstDeployments = 10
+	drawsWorstScenarios   = 15
+)
 
 // Markdown writes the draws report: every draw's goal figures, the fresh
 // draws pooled, and each family's headroom error draw by draw. command is
@@ -150,7 +154,39 @@ func (d *DrawsReport) Markdown(w io.Writer, command string) error {
 			pct(share(r.d.overLow, r.d.over)), pct(share(r.d.overFar, r.d.over)))
 	}
 	p("\n")
+	d.worstScenarios(p)
 	return b.Flush()
+}
+
+// worstScenarios lists the fresh draws' scenarios with the largest headroom
+// error p95: where to look first, and whether it is the inference (the
+// oracle quiet where kneewatch paged) or the rule (both alike).
+func (d *DrawsReport) worstScenarios(p func(string, ...any)) {
+	type ranked struct {
+		seed uint64
+		res  *ScenarioResult
+		d    errorDirection
+	}
+	var rows []ranked
+	for _, dr := range d.fresh() {
+		for _, res := range dr.Report.Results {
+			rows = append(rows, ranked{dr.Seed, res, directionOf([]*ScenarioResult{res})})
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b ranked) int { return cmp.Compare(b.res.Headroom.P95, a.res.Headroom.P95) })
+	rows = rows[:min(len(rows), drawsWorstScenarios)]
+	p("## The scenarios with the largest headroom error (fresh draws)\n\n")
+	p("Each with its suite seed, so `KNEEWATCH_TRACE=test:ID KNEEWATCH_TRACE_SUITE_SEED=SEED go test -run TestTraceScenarios -v\n")
+	p("./internal/detection` replays it scrape by scrape. Pages as in the committed report's scenario table.\n\n")
+	p("| suite seed | # | scenario | what happens | kneewatch page | oracle | headroom error mean / p95 | errors over %.1f: read low, far from the knee |\n", headroomGoal)
+	p("|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		sc := r.res.Scenario
+		p("| %d | %d | %s | %s | %s | %s | %.3f / %.3f | %s, %s |\n", r.seed, sc.ID, sc.Name, sc.Description,
+			cell(r.res.score(DetectorKneewatchPage)), cell(r.res.score(DetectorOracle)), r.res.Headroom.Mean, r.res.Headroom.P95,
+			pct(share(r.d.overLow, r.d.over)), pct(share(r.d.overFar, r.d.over)))
+	}
+	p("\n")
 }
 
 // familyOf are the results of one family.

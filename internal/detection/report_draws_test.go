@@ -11,7 +11,8 @@ import (
 func TestDrawsReportPoolsTheFreshDrawsApartFromTheCheckedOne(t *testing.T) {
 	result := func(family, workload string, safe bool, falsePages int, errs ...float64) *ScenarioResult {
 		return &ScenarioResult{
-			Scenario: &Scenario{Family: family, Safe: safe, Duration: time.Hour,
+			Scenario: &Scenario{ID: 100 + len(errs), Name: family + " " + workload, Description: "what happens",
+				Family: family, Safe: safe, Duration: time.Hour,
 				Deployment: Deployment{Preset: "llama-3.1-8b-l4", Workload: workload, Tightness: SLOLoose,
 					SLO: knee.SLO{Quantile: 0.99, TTFT: knee.Duration(5 * time.Second), TPOT: knee.Duration(300 * time.Millisecond)}}},
 			Profile:  knee.Profile{Knee: knee.Knee{Concurrency: 4, RequestsPerSecond: 0.3}},
@@ -21,6 +22,7 @@ func TestDrawsReportPoolsTheFreshDrawsApartFromTheCheckedOne(t *testing.T) {
 				{Detector: Detector{Key: DetectorOracle}},
 			},
 			HeadroomErrors: errs,
+			Headroom:       HeadroomError{Mean: statsOf(errs).mean, P95: statsOf(errs).p95},
 			// Every compared scrape read low, far from the knee.
 			HeadroomCompared: func() []ComparedHeadroom {
 				var out []ComparedHeadroom
@@ -57,6 +59,8 @@ func TestDrawsReportPoolsTheFreshDrawsApartFromTheCheckedOne(t *testing.T) {
 		"| ramp-slow | — | — | — | 0 of 3 | — | — | — |",
 		// The worst deployment over the fresh draws comes first.
 		"| 8b-l4 chat loose | p99 TTFT ≤ 5s, TPOT ≤ 300ms | 4.0 (0.3) | 1 | 2 | 0.300 / 0.300 / 0.300 | 100%, 100% |",
+		// The worst scenario of the fresh draws, with its suite seed.
+		"| 2 | 102 | mix-ramp chat | what happens | quiet | quiet | 0.300 / 0.300 | 100%, 100% |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the draws report lacks %q:\n%s", want, md)
@@ -64,5 +68,8 @@ func TestDrawsReportPoolsTheFreshDrawsApartFromTheCheckedOne(t *testing.T) {
 	}
 	if strings.Index(md, "| 8b-l4 chat loose |") > strings.Index(md, "| 8b-l4 code loose |") {
 		t.Errorf("the deployments are not ranked by their fresh p95:\n%s", md)
+	}
+	if strings.Contains(md, "| 1 | 102 |") {
+		t.Errorf("the worst scenarios list one of the checked draw's:\n%s", md)
 	}
 }
