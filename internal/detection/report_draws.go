@@ -93,16 +93,20 @@ func (d *DrawsReport) Markdown(w io.Writer, command string) error {
 	p("## Headroom error by family\n\n")
 	p("The p95 of |kneewatch − truth| over each family's scrapes, draw by draw, then over the fresh draws pooled, with\n")
 	p("the pages pooled the same way (kneewatch's, then the oracle's: false pages, early-possible breaches paged ahead,\n")
-	p("abrupt onsets on time). The spread between draws is how far one draw's figure can be trusted.\n\n")
+	p("abrupt onsets on time). The spread between draws is how far one draw's figure can be trusted. Which way the\n")
+	p("fresh draws' errors lean, as in the committed report: the share of those over %.1f that read headroom lower than the\n", headroomGoal)
+	p("truth (the safe side) and at a true headroom above %.1f (far from the knee, where no page is decided), and the\n", nearKnee)
+	p("errors that read higher than the truth where it is at most %.1f (the late-page side).\n\n", nearKnee)
 	p("| family |")
 	for _, dr := range d.Draws {
 		p(" p95, seed %d |", dr.Seed)
 	}
-	p(" draws over %.1f | fresh pooled: mean / p95 / max | fresh pooled pages: kneewatch | oracle |\n|---|", headroomGoal)
+	p(" draws over %.1f | fresh pooled: mean / p95 / max | errors over %.1f: read low, far from the knee | at true headroom ≤ %.1f, read high: scrapes, p95 | fresh pooled pages: kneewatch | oracle |\n|---|",
+		headroomGoal, headroomGoal, nearKnee)
 	for range d.Draws {
 		p("---|")
 	}
-	p("---|---|---|---|\n")
+	p("---|---|---|---|---|---|\n")
 	for _, f := range suiteFamilies {
 		p("| %s |", f.name)
 		over := 0
@@ -119,12 +123,17 @@ func (d *DrawsReport) Markdown(w io.Writer, command string) error {
 		}
 		rs := familyOf(fresh, f.name)
 		if len(rs) == 0 {
-			p(" %d of %d | — | — | — |\n", over, len(d.Draws))
+			p(" %d of %d | — | — | — | — | — |\n", over, len(d.Draws))
 			continue
 		}
-		e := pooledErrors(rs)
+		e, dir := pooledErrors(rs), directionOf(rs)
+		high := "—"
+		if dir.nearHigh.n > 0 {
+			high = fmt.Sprintf("%d, %.3f", dir.nearHigh.n, dir.nearHigh.p95)
+		}
 		kw, or := tallyOf(rs, DetectorKneewatchPage), tallyOf(rs, DetectorOracle)
-		p(" %d of %d | %.3f / %.3f / %.3f | %d, %d/%d, %d/%d | %d, %d/%d, %d/%d |\n", over, len(d.Draws), e.mean, e.p95, e.max,
+		p(" %d of %d | %.3f / %.3f / %.3f | %s, %s | %s | %d, %d/%d, %d/%d | %d, %d/%d, %d/%d |\n", over, len(d.Draws), e.mean, e.p95, e.max,
+			pct(share(dir.overLow, dir.over)), pct(share(dir.overFar, dir.over)), high,
 			kw.falsePages, kw.early, kw.earlyPossible, kw.onTime, kw.abrupt,
 			or.falsePages, or.early, or.earlyPossible, or.onTime, or.abrupt)
 	}

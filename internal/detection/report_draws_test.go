@@ -55,8 +55,8 @@ func TestDrawsReportPoolsTheFreshDrawsApartFromTheCheckedOne(t *testing.T) {
 		"| all draws pooled | 6 | 1 of 3 (0) |",
 		// Per family: each draw's p95, how many draws were over the goal,
 		// and the fresh draws pooled (0.05, 0.05, 0.3, 0.3: p95 0.3).
-		"| mix-ramp | 0.019 | 0.300 | 0.050 | 1 of 3 | 0.175 / 0.300 / 0.300 |",
-		"| ramp-slow | — | — | — | 0 of 3 | — | — | — |",
+		"| mix-ramp | 0.019 | 0.300 | 0.050 | 1 of 3 | 0.175 / 0.300 / 0.300 | 100%, 100% | — |",
+		"| ramp-slow | — | — | — | 0 of 3 | — | — | — | — | — |",
 		// The worst deployment over the fresh draws comes first.
 		"| 8b-l4 chat loose | p99 TTFT ≤ 5s, TPOT ≤ 300ms | 4.0 (0.3) | 1 | 2 | 0.300 / 0.300 / 0.300 | 100%, 100% |",
 		// The worst scenario of the fresh draws, with its suite seed.
