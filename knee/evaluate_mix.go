@@ -249,6 +249,22 @@ func lighterRise(q LogQuadratic, xc, zc, lx, lz float64) float64 {
 
 // shrinkBy moves a relative drift toward 0 by band; an unknown drift
 // (an unknown or negative mean) is 0.
+//
+// This reads a real shift short by the whole band however large it is.
+// Tried and not kept (2026-12-08): d − band²/d past the band (0 at its
+// edge, nearing d as the drift outgrows it), for a 70B/H200 code replica
+// whose traffic turned 30% RAG (suite seed 2, test 115: mean prompt +57%
+// and output −21% over ~60 requests, read at +47% and −11%, its knee high,
+// the page 5 s after the breach where the oracle's came 145 s before). On
+// the tune half (make bench-detection-draws' command with --suite tune
+// --suite-seeds 1) it took the mix families' headroom error p95 from
+// 0.253 to 0.234 (mix-ramp) and 0.195 to 0.169 (mix-step) with no page
+// changed, the safe families' 0.002–0.007 higher. On the test half's five
+// draws it moved less than one draw differs from the next: over the four
+// fresh ones mix-ramp 0.223 → 0.214, mix-step 0.204 → 0.199, the half
+// 0.079 → 0.081, one early-possible breach fewer paged ahead (71 → 70 of
+// 83) and one abrupt onset more on time (191 → 192 of 203); test 115's
+// page came 25 s after the breach.
 func shrinkBy(d, band float64) float64 {
 	if !Known(d) || d < -1 {
 		return 0

@@ -42,11 +42,15 @@ func (d *DrawsReport) Markdown(w io.Writer, command string) error {
 	p("Each draw is the same families on the same deployments with other drawn parameters (levels, shares, slowdowns,\n")
 	p("timings) and other arrivals. kneewatch is given the truth's own sweep, as in the committed report, and nothing\n")
 	p("else differs between draws. ")
-	if len(checked) > 0 {
+	switch {
+	case len(checked) > 0 && d.Half == HalfTune:
+		p("Defaults were chosen on the tune half of the draw with suite seed %s, so its figures are not fresh. The others\n", strings.Join(checked, ", "))
+		p("are scenarios of the same families nothing was chosen on.\n\n")
+	case len(checked) > 0:
 		p("The draw with suite seed %s is the committed report's (`docs/benchmarks/detection.md`): defaults were not\n", strings.Join(checked, ", "))
 		p("chosen on it, but every change was checked against it, so its figures are not fresh. The others are, and their\n")
 		p("pooled figures are the honest answer to how the page does on traffic it was not tuned or checked on.\n\n")
-	} else {
+	default:
 		p("No draw here was checked against before.\n\n")
 	}
 

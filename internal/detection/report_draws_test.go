@@ -69,6 +69,17 @@ func TestDrawsReportPoolsTheFreshDrawsApartFromTheCheckedOne(t *testing.T) {
 	if strings.Index(md, "| 8b-l4 chat loose |") > strings.Index(md, "| 8b-l4 code loose |") {
 		t.Errorf("the deployments are not ranked by their fresh p95:\n%s", md)
 	}
+	if !strings.Contains(md, "The draw with suite seed 1 is the committed report's") {
+		t.Errorf("the test half's report does not say which draw is the committed one:\n%s", md)
+	}
+	d.Half = HalfTune
+	b.Reset()
+	if err := d.Markdown(&b, "kneewatch-bench --suite tune --suite-seeds 1,2,3"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Defaults were chosen on the tune half of the draw with suite seed 1") {
+		t.Errorf("the tune half's report does not say defaults were chosen on its checked draw:\n%s", b.String())
+	}
 	if strings.Contains(md, "| 1 | 102 |") {
 		t.Errorf("the worst scenarios list one of the checked draw's:\n%s", md)
 	}
