@@ -76,6 +76,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--resweep-trials must be sweep or truth, got %q", *resweepTrials)
 	}
 	if *draws != "" {
+		// Flags this mode would ignore are an error: --suite-seed beside
+		// --suite-seeds, or a what-if the draws never run, would otherwise
+		// read as honoured.
+		var ignored []string
+		fs.Visit(func(f *flag.Flag) {
+			if !drawsFlags[f.Name] {
+				ignored = append(ignored, "--"+f.Name)
+			}
+		})
+		if len(ignored) > 0 {
+			return fmt.Errorf("--suite-seeds runs neither the regressions nor the what-ifs, and draws the suite with its own seeds: %s would be ignored", strings.Join(ignored, ", "))
+		}
+		if *cpuProfile != "" {
+			stopProfile, err := startCPUProfile(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
+		}
 		return runDraws(ctx, drawsRun{half: *suite, seeds: *draws, checked: *checked, seed: *seed, truthSeeds: *truthSeeds, limit: *limit, out: *out},
 			args, stdout, stderr)
 	}
@@ -166,6 +185,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return rep.Markdown(stdout, command)
 	}
 	return writeAtomically(*out, func(w io.Writer) error { return rep.Markdown(w, command) })
+}
+
+// drawsFlags are the flags --suite-seeds honours.
+var drawsFlags = map[string]bool{
+	"suite-seeds": true, "checked-seeds": true, "suite": true, "seed": true, "truth-grid-seeds": true,
+	"limit": true, "out": true, "cpuprofile": true,
 }
 
 // startCPUProfile profiles the process into path until the returned func

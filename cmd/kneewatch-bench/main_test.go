@@ -25,6 +25,9 @@ func TestRunRejectsBadFlagsBeforeSimulatingAnything(t *testing.T) {
 		{"draws of the regressions", []string{"--suite-seeds", "2,3"}, "--suite-seeds draws a half of the generated suite: give --suite test or tune"},
 		{"a draw given twice", []string{"--suite", "test", "--suite-seeds", "2,3,2"}, "--suite-seeds: seed 2 is given twice"},
 		{"a zero suite seed", []string{"--suite", "test", "--suite-seeds", "2,0"}, `--suite-seeds: "0" is not a seed`},
+		{"draws with a suite seed besides", []string{"--suite", "test", "--suite-seed", "2", "--suite-seeds", "1,2"},
+			"--suite-seeds runs neither the regressions nor the what-ifs, and draws the suite with its own seeds: --suite-seed would be ignored"},
+		{"draws with what-ifs", []string{"--suite", "test", "--suite-seeds", "2", "--resweep-seed", "3", "--other-seeds", "2"}, "--other-seeds, --resweep-seed would be ignored"},
 		{"a checked seed that is not a number", []string{"--suite", "test", "--suite-seeds", "2", "--checked-seeds", "one"}, `--checked-seeds: "one" is not a seed`},
 	}
 	for _, tt := range tests {
