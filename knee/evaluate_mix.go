@@ -264,7 +264,7 @@ func lighterRise(q LogQuadratic, xc, zc, lx, lz float64) float64 {
 // fresh ones mix-ramp 0.223 → 0.214, mix-step 0.204 → 0.199, the half
 // 0.079 → 0.081, one early-possible breach fewer paged ahead (71 → 70 of
 // 83) and one abrupt onset more on time (191 → 192 of 203); test 115's
-// page came 25 s after the breach.
+// page came 25 s before the breach (the oracle's 145 s).
 func shrinkBy(d, band float64) float64 {
 	if !Known(d) || d < -1 {
 		return 0
