@@ -63,14 +63,8 @@ func (d *DrawsReport) Markdown(w io.Writer, command string) error {
 	row := func(name string, rs []*ScenarioResult) {
 		kw, or := tallyOf(rs, DetectorKneewatchPage), tallyOf(rs, DetectorOracle)
 		e := pooledErrors(rs)
-		var over []string
-		for _, f := range suiteFamilies {
-			if fe := pooledErrors(familyOf(rs, f.name)); fe.n > 0 && fe.p95 > headroomGoal {
-				over = append(over, fmt.Sprintf("%s %.3f", f.name, fe.p95))
-			}
-		}
 		overText := "none"
-		if len(over) > 0 {
+		if over := familiesOverGoal(rs); len(over) > 0 {
 			overText = strings.Join(over, ", ")
 		}
 		p("| %s | %d | %d of %d (%d) | %d of %d, %s (%d, %s) | %d of %d, %s (%d, %s) | %d (%d) | %.3f / %.3f / %.3f | %s |\n",

@@ -85,13 +85,7 @@ func (r *Report) suiteGoals(p func(string, ...any)) {
 	p("- **Abrupt onsets paged ≤ %s after the breach began and no later than the raw burn rate in ≥ %.0f%%: %s.**\n",
 		human(abruptGrace), 100*abruptGoalShare, mark(ab >= abruptGoalShare))
 	p("  %d of %d (%s); the oracle %d of %d (%s).\n", kw.onTime, kw.abrupt, pct(ab), or.onTime, or.abrupt, pct(share(or.onTime, or.abrupt)))
-	var over []string
-	for _, f := range suiteFamilies {
-		e := pooledErrors(r.familyResults(f.name))
-		if e.n > 0 && e.p95 > headroomGoal {
-			over = append(over, fmt.Sprintf("%s %.3f", f.name, e.p95))
-		}
-	}
+	over := familiesOverGoal(r.Results)
 	all := pooledErrors(r.Results)
 	p("- **Headroom error p95 ≤ %.1f in every family: %s.** Over the half: mean %.3f, p95 %.3f, max %.3f",
 		headroomGoal, mark(len(over) == 0), all.mean, all.p95, all.max)
@@ -146,6 +140,18 @@ func (r *Report) suiteDetectorTable(p func(string, ...any)) {
 			t.onTime, t.abrupt, pct(share(t.onTime, t.abrupt)), t.missed)
 	}
 	p("\n")
+}
+
+// familiesOverGoal names the families whose headroom error p95 over
+// results is over headroomGoal, each with its p95 ("mix-ramp 0.142").
+func familiesOverGoal(results []*ScenarioResult) []string {
+	var over []string
+	for _, f := range suiteFamilies {
+		if e := pooledErrors(familyOf(results, f.name)); e.n > 0 && e.p95 > headroomGoal {
+			over = append(over, fmt.Sprintf("%s %.3f", f.name, e.p95))
+		}
+	}
+	return over
 }
 
 // familyResults are the results of one family.
